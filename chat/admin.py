@@ -1,0 +1,88 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.db import transaction
+from django.http import HttpRequest
+
+from .models import Chat, LLMModel, Message, Turn
+from .secrets_form import SecretFieldsMixin
+
+
+class LLMModelForm(SecretFieldsMixin):
+    secret_fields = ("api_key",)
+
+    class Meta:
+        model = LLMModel
+        fields = ["name", "model", "api_base", "api_key", "enabled", "is_default", "extra_params"]
+
+
+@admin.register(LLMModel)
+class LLMModelAdmin(admin.ModelAdmin):
+    form = LLMModelForm
+    list_display = ["name", "model", "api_base", "key", "enabled", "is_default"]
+    list_filter = ["enabled", "is_default"]
+    search_fields = ["name", "model"]
+
+    @admin.display(description="API key")
+    def key(self, obj: LLMModel) -> str:
+        return obj.masked_key or "—"
+
+    def save_model(self, request: HttpRequest, obj: LLMModel, form: Any, change: bool) -> None:
+        with transaction.atomic():
+            if obj.is_default:
+                LLMModel.objects.exclude(pk=obj.pk).filter(is_default=True).update(is_default=False)
+            super().save_model(request, obj, form, change)
+
+
+class MessageInline(admin.TabularInline):
+    model = Message
+    fields = ["role", "step", "content", "tool_calls", "tool_call_id", "metadata"]
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+    show_change_link = True
+
+
+@admin.register(Chat)
+class ChatAdmin(admin.ModelAdmin):
+    list_display = ["display_title", "owner", "model", "updated_at"]
+    list_select_related = ["owner", "model"]
+    search_fields = ["title", "owner__username"]
+    raw_id_fields = ["owner"]
+
+
+@admin.register(Turn)
+class TurnAdmin(admin.ModelAdmin):
+    list_display = ["id", "chat", "status", "iterations", "model", "created_at", "finished_at"]
+    list_filter = ["status"]
+    list_select_related = ["chat", "model"]
+    readonly_fields = [
+        "chat",
+        "model",
+        "status",
+        "iterations",
+        "error",
+        "error_kind",
+        "notices",
+        "usage",
+        "created_at",
+        "started_at",
+        "first_token_at",
+        "finished_at",
+    ]
+    inlines = [MessageInline]
+
+
+@admin.register(Message)
+class MessageAdmin(admin.ModelAdmin):
+    list_display = ["id", "chat", "role", "short", "created_at"]
+    list_filter = ["role"]
+    list_select_related = ["chat"]
+    search_fields = ["content"]
+    raw_id_fields = ["chat", "turn"]
+
+    @admin.display(description="content")
+    def short(self, obj: Message) -> str:
+        return obj.content[:80]

@@ -1,0 +1,1 @@
+"""The agent loop and its LiteLLM seam. Plain Python: nothing in this package imports Django."""

@@ -1,0 +1,237 @@
+"""The agent loop: run() → step() → query(), until the model answers without tools.
+
+Plain Python. The host (the Celery task) supplies a model, a toolbox and an event sink; the loop
+owns the transcript and the rules:
+
+- every tool call of a step runs in parallel; a failing call becomes an "Error: …" result for
+  that call only, and the model sees it;
+- after `max_iterations` tool-using steps the model is told to answer without tools, and the
+  user is shown a notice;
+- Stop is cooperative: checked before each model call, between chunks and while tools run; the
+  partial answer is kept and every started tool call still gets a result, so the stored
+  transcript stays valid for the provider.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, TypeVar
+
+from .exceptions import Cancelled, Finished, ProviderError
+from .llm import Completed, StreamEvent, TextDelta, ToolCallOpened
+from .types import AssistantMessage, ToolCall, ToolResult, Usage
+
+LIMIT_MESSAGE = (
+    "You have used the maximum number of tool calls for this turn. Answer the user now, using "
+    "only the information you already have. Do not call any tools."
+)
+LIMIT_NOTICE = "Tool limit reached ({limit} steps): the assistant answered with what it had."
+CANCELLED_RESULT = "Error: cancelled by the user before this tool finished."
+
+T = TypeVar("T")
+
+
+class Model(Protocol):
+    partial: AssistantMessage
+
+    def stream(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+    ) -> AsyncIterator[StreamEvent]: ...
+
+
+class ToolBox(Protocol):
+    def specs(self) -> list[dict[str, Any]]:
+        """OpenAI-format tool definitions offered to the model this turn."""
+        ...
+
+    async def run(self, call: ToolCall) -> ToolResult:
+        """Runs one call. Failures come back as results with is_error, never as exceptions."""
+        ...
+
+
+class EventSink(Protocol):
+    """What the host hears about, in order. Persistence and pushing to the browser live here."""
+
+    async def step_started(self, step: int) -> None: ...
+    async def text(self, step: int, delta: str) -> None: ...
+    async def tool_call_opened(self, step: int, position: int, call_id: str, name: str) -> None: ...
+    async def assistant_message(self, step: int, message: AssistantMessage, status: str) -> None: ...
+    async def tools_started(self, step: int, calls: list[ToolCall]) -> None: ...
+    async def tool_finished(self, step: int, position: int, call: ToolCall, result: ToolResult) -> None: ...
+    async def system_message(self, step: int, content: str) -> None: ...
+    async def notice(self, kind: str, text: str) -> None: ...
+
+
+class CancelToken:
+    """Set by the host (e.g. from a Redis flag); awaited by the loop alongside its work."""
+
+    def __init__(self) -> None:
+        self._event = asyncio.Event()
+
+    def set(self) -> None:
+        self._event.set()
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+    async def wait(self) -> None:
+        await self._event.wait()
+
+
+@dataclass
+class Outcome:
+    status: Literal["completed", "cancelled", "failed"]
+    iterations: int
+    usage: Usage = field(default_factory=Usage)
+    error: str = ""
+    error_kind: str = ""
+
+
+class Agent:
+    def __init__(
+        self, model: Model, tools: ToolBox, sink: EventSink, cancel: CancelToken, max_iterations: int = 5
+    ) -> None:
+        self.model = model
+        self.tools = tools
+        self.sink = sink
+        self.cancel = cancel
+        self.max_iterations = max(0, max_iterations)
+        self.messages: list[dict[str, Any]] = []
+        self.iterations = 0
+        self.step_index = 0
+        self.usage = Usage()
+        self._limit_sent = False
+
+    async def run(self, messages: list[dict[str, Any]]) -> Outcome:
+        self.messages = list(messages)
+        try:
+            while True:
+                await self.step()
+        except Finished:
+            return Outcome("completed", self.iterations, self.usage)
+        except Cancelled:
+            return Outcome("cancelled", self.iterations, self.usage)
+        except ProviderError as exc:
+            return Outcome("failed", self.iterations, self.usage, error=exc.message, error_kind=exc.kind)
+
+    async def step(self) -> None:
+        if self.cancel.is_set():
+            raise Cancelled
+        specs = self.tools.specs()
+        tools: list[dict[str, Any]] | None = specs or None
+        if tools and self.iterations >= self.max_iterations:
+            tools = None
+            if not self._limit_sent:
+                self._limit_sent = True
+                self.messages.append({"role": "system", "content": LIMIT_MESSAGE})
+                await self.sink.system_message(self.step_index, LIMIT_MESSAGE)
+                await self.sink.notice("limit", LIMIT_NOTICE.format(limit=self.max_iterations))
+        step = self.step_index
+        self.step_index += 1
+        await self.sink.step_started(step)
+        message = await self.query(step, tools)
+        if message.tool_calls and tools is None:
+            # Some providers emit calls even when none were offered; there is nothing to run
+            # them with, and an unanswered call would make the transcript invalid.
+            message.tool_calls = []
+        self.messages.append(message.to_openai())
+        await self.sink.assistant_message(step, message, "complete")
+        if not message.tool_calls:
+            raise Finished
+        self.iterations += 1
+        results = await self.execute(step, message.tool_calls)
+        self.messages.extend(result.to_openai() for result in results)
+        if any(result.cancelled for result in results):
+            raise Cancelled
+
+    async def query(self, step: int, tools: list[dict[str, Any]] | None) -> AssistantMessage:
+        async def consume() -> AssistantMessage:
+            stream = self.model.stream(self.messages, tools)
+            try:
+                async for event in stream:
+                    if isinstance(event, TextDelta):
+                        await self.sink.text(step, event.text)
+                    elif isinstance(event, ToolCallOpened):
+                        await self.sink.tool_call_opened(step, event.position, event.id, event.name)
+                    elif isinstance(event, Completed):
+                        return event.message
+            finally:
+                await _aclose(stream)
+            raise ProviderError("The model provider ended the response without finishing it.", kind="incomplete")
+
+        try:
+            message = await self._unless_cancelled(consume())
+        except Cancelled:
+            partial = AssistantMessage(content=self.model.partial.content, usage=self.model.partial.usage)
+            self.usage.add(partial.usage)
+            self.messages.append(partial.to_openai())
+            await self.sink.assistant_message(step, partial, "stopped")
+            raise
+        except ProviderError:
+            partial = AssistantMessage(content=self.model.partial.content, usage=self.model.partial.usage)
+            if partial.content:
+                self.messages.append(partial.to_openai())
+            await self.sink.assistant_message(step, partial, "failed")
+            raise
+        self.usage.add(message.usage)
+        return message
+
+    async def execute(self, step: int, calls: list[ToolCall]) -> list[ToolResult]:
+        results: list[ToolResult | None] = [None] * len(calls)
+        await self.sink.tools_started(step, calls)
+
+        async def run_one(position: int, call: ToolCall) -> None:
+            try:
+                result = await self.tools.run(call)
+            except Exception as exc:  # a toolbox bug must still end as this call's error result
+                result = ToolResult(call.id, f"Error: {type(exc).__name__}: {exc}", is_error=True)
+            results[position] = result
+            # Shielded: once a result exists it is recorded even if Stop arrives meanwhile.
+            await asyncio.shield(self.sink.tool_finished(step, position, call, result))
+
+        if not self.cancel.is_set():
+            tasks = [asyncio.create_task(run_one(i, call)) for i, call in enumerate(calls)]
+            waiter = asyncio.create_task(self.cancel.wait())
+            try:
+                await asyncio.wait([*tasks, waiter], return_when=asyncio.FIRST_COMPLETED)
+                pending = {t for t in tasks if not t.done()}
+                while pending and not waiter.done():
+                    await asyncio.wait([*pending, waiter], return_when=asyncio.FIRST_COMPLETED)
+                    pending = {t for t in pending if not t.done()}
+            finally:
+                waiter.cancel()
+                for task in tasks:
+                    if not task.done():
+                        task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+
+        for position, call in enumerate(calls):
+            if results[position] is None:
+                result = ToolResult(call.id, CANCELLED_RESULT, is_error=True, cancelled=True)
+                results[position] = result
+                await self.sink.tool_finished(step, position, call, result)
+        return [r for r in results if r is not None]
+
+    async def _unless_cancelled(self, work: Awaitable[T]) -> T:
+        task = asyncio.ensure_future(work)
+        waiter = asyncio.ensure_future(self.cancel.wait())
+        try:
+            await asyncio.wait([task, waiter], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiter.cancel()
+        if task.done():
+            return task.result()
+        task.cancel()
+        try:
+            await task
+        except (asyncio.CancelledError, Exception):
+            pass
+        raise Cancelled
+
+
+async def _aclose(stream: Any) -> None:
+    closer = getattr(stream, "aclose", None)
+    if closer is not None:
+        await closer()

@@ -1,0 +1,11 @@
+from django.apps import AppConfig
+
+
+class ChatConfig(AppConfig):
+    name = "chat"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from chat.demo import register
+
+        register()

@@ -1,0 +1,99 @@
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+
+from . import live, presenters
+from .events import FragmentMessage, frame, group_name
+from .models import Chat, Turn
+from .streaming import render
+
+# Close codes in the 4xxx range: htmx's websocket extension does not reconnect on these.
+CLOSE_UNAUTHENTICATED = 4401
+CLOSE_NOT_FOUND = 4404
+
+
+class ChatConsumer(AsyncWebsocketConsumer):
+    """One socket per open chat page. It forwards the chat group's fragments and, on connect or
+    on request, sends the exact current state of a running turn (see chat.streaming)."""
+
+    chat_id: int
+    group: str = ""
+
+    async def connect(self) -> None:
+        # Accept first, then close with a 4xxx code: a refused handshake looks like a network
+        # failure to the browser, which would retry forever.
+        await self.accept()
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+            return
+        chat_id = int(self.scope["url_route"]["kwargs"]["chat_id"])
+        if not await _owns(user.pk, chat_id):
+            await self.close(code=CLOSE_NOT_FOUND)
+            return
+        self.chat_id = chat_id
+        self.group = group_name(chat_id)
+        # Join before reading state: nothing published after the read can be missed.
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        for turn_id in await _active_turn_ids(chat_id):
+            await self.sync_turn(turn_id)
+
+    async def disconnect(self, code: int) -> None:
+        if self.group:
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        if not self.group or not text_data:
+            return
+        try:
+            data = json.loads(text_data)
+            turn_id = int(data.get("turn", 0))
+        except (ValueError, TypeError, AttributeError):
+            return
+        if data.get("type") == "sync" and await _turn_in_chat(turn_id, self.chat_id):
+            await self.sync_turn(turn_id)
+
+    async def sync_turn(self, turn_id: int) -> None:
+        state = await database_sync_to_async(live.read_state)(turn_id)
+        if state is not None:
+            view = presenters.turn_from_live(state)
+            seq = state["seq"]
+        else:
+            view = await database_sync_to_async(_turn_view_from_db)(turn_id)
+            if view is None:
+                return
+            seq = 0 if view["active"] else 10**9
+            view["seq"] = seq
+        html = render("chat/_turn.html", {"turn": view, "oob": True})
+        await self.send(text_data=frame(turn_id, seq, html))
+
+    async def chat_fragment(self, event: FragmentMessage) -> None:
+        await self.send(text_data=frame(event["turn"], event["seq"], event["html"]))
+
+
+@database_sync_to_async
+def _owns(user_id: int, chat_id: int) -> bool:
+    return Chat.objects.filter(pk=chat_id, owner_id=user_id).exists()
+
+
+@database_sync_to_async
+def _active_turn_ids(chat_id: int) -> list[int]:
+    return list(Turn.objects.filter(chat_id=chat_id, status__in=Turn.ACTIVE).values_list("pk", flat=True))
+
+
+@database_sync_to_async
+def _turn_in_chat(turn_id: int, chat_id: int) -> bool:
+    return Turn.objects.filter(pk=turn_id, chat_id=chat_id).exists()
+
+
+def _turn_view_from_db(turn_id: int) -> dict[str, Any] | None:
+    from .views import build_turn_views
+
+    turn = Turn.objects.filter(pk=turn_id).first()
+    if turn is None:
+        return None
+    return build_turn_views([turn])[turn.pk]

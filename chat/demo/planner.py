@@ -1,0 +1,153 @@
+"""Decide what the demo model replies, from the OpenAI-format conversation alone.
+
+Kept free of any streaming or LiteLLM concerns so the decision is easy to test and
+the sync, async, streaming and non-streaming paths cannot disagree.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from . import answers
+from .intents import Intent, detect_intents
+
+FAIL_BEFORE_TRIGGER = "[demo:fail-before]"
+FAIL_MID_TRIGGER = "[demo:fail-mid]"
+SLOW_TRIGGER = "[demo:slow]"
+
+ToolKey = tuple[str, str]  # (toolset id, tool suffix)
+
+
+@dataclass(frozen=True)
+class PlannedCall:
+    id: str
+    name: str
+    arguments: str  # JSON text, exactly as it will be streamed
+
+
+@dataclass(frozen=True)
+class Plan:
+    text: str = ""
+    tool_calls: tuple[PlannedCall, ...] = ()
+    # Simulated provider failure: before anything is sent, or after `text` has partly streamed.
+    fail: Literal["before", "mid"] | None = None
+
+
+def value_of(obj: Any, key: str, default: Any = None) -> Any:
+    """Read a key from a dict or an attribute from a pydantic message; callers send both."""
+    if isinstance(obj, Mapping):
+        return obj.get(key, default)
+    return getattr(obj, key, default)
+
+
+def content_text(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        # Multimodal content: only the text parts mean anything to this model.
+        return "\n".join(str(value_of(part, "text", "")) for part in content if value_of(part, "type") == "text")
+    return str(content)
+
+
+def offered_tools(tools: Sequence[Any] | None) -> dict[ToolKey, str]:
+    """Map (toolset id, tool suffix) to the full tool name for every tool on offer."""
+    offered: dict[ToolKey, str] = {}
+    for tool in tools or ():
+        name = value_of(value_of(tool, "function", {}), "name")
+        if not isinstance(name, str) or "__" not in name:
+            continue
+        prefix, suffix = name.rsplit("__", 1)
+        toolset = prefix.removeprefix("toolset__")
+        offered[(toolset, suffix)] = name
+    return offered
+
+
+def _last_index(messages: Sequence[Any], role: str) -> int | None:
+    for index in range(len(messages) - 1, -1, -1):
+        if value_of(messages[index], "role") == role:
+            return index
+    return None
+
+
+def _parse_arguments(raw: Any) -> dict[str, Any]:
+    if isinstance(raw, dict):
+        return raw
+    try:
+        value = json.loads(raw or "{}")
+    except (TypeError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def collect_results(messages: Sequence[Any], since: int) -> list[answers.ToolResult]:
+    """Tool results after the message at `since`, each paired with its call's name and arguments."""
+    calls: dict[str, tuple[str, dict[str, Any]]] = {}
+    results: list[answers.ToolResult] = []
+    for message in messages[since + 1 :]:
+        role = value_of(message, "role")
+        if role == "assistant":
+            for call in value_of(message, "tool_calls") or ():
+                function = value_of(call, "function", {})
+                calls[str(value_of(call, "id"))] = (
+                    str(value_of(function, "name") or "tool"),
+                    _parse_arguments(value_of(function, "arguments")),
+                )
+        elif role == "tool":
+            name, arguments = calls.get(
+                str(value_of(message, "tool_call_id")),
+                (str(value_of(message, "name") or "tool"), {}),
+            )
+            results.append(answers.ToolResult(name, arguments, content_text(value_of(message, "content"))))
+    return results
+
+
+def _call_id(index: int, name: str, arguments: str, messages: Sequence[Any]) -> str:
+    # Hashing the conversation length keeps ids unique when the same question is asked
+    # twice in one chat, while staying identical for identical input.
+    digest = hashlib.sha256(f"{len(messages)}|{index}|{name}|{arguments}".encode()).hexdigest()[:10]
+    return f"call_demo_{index}_{digest}"
+
+
+def plan_reply(messages: Sequence[Any], tools: Sequence[Any] | None, tool_choice: Any = None) -> Plan:
+    offered = {} if tool_choice == "none" else offered_tools(tools)
+    last = messages[-1] if messages else None
+    last_role = value_of(last, "role") if last is not None else None
+    user_index = _last_index(messages, "user")
+    user_text = content_text(value_of(messages[user_index], "content")) if user_index is not None else ""
+
+    if last_role == "user":
+        if FAIL_BEFORE_TRIGGER in user_text:
+            return Plan(fail="before")
+        if FAIL_MID_TRIGGER in user_text:
+            return Plan(text=answers.FAIL_MID_TEXT, fail="mid")
+        if SLOW_TRIGGER in user_text:
+            return Plan(text=answers.SLOW_TEXT)
+        intents = detect_intents(user_text)
+        usable = [i for i in intents if (i.toolset, i.tool) in offered]
+        if usable:
+            calls = []
+            for index, intent in enumerate(usable):
+                name = offered[(intent.toolset, intent.tool)]
+                arguments = json.dumps(intent.arguments, ensure_ascii=False)
+                calls.append(PlannedCall(_call_id(index, name, arguments, messages), name, arguments))
+            return Plan(tool_calls=tuple(calls))
+        if intents:
+            return Plan(text=answers.enable_toolsets_answer(intents))
+        return Plan(text=answers.help_answer(user_text))
+
+    # After tool results, or told to stop using tools: answer from what was gathered this turn.
+    results = collect_results(messages, user_index if user_index is not None else -1)
+    if results:
+        missing: list[Intent] = []
+        if offered:
+            missing = [i for i in detect_intents(user_text) if (i.toolset, i.tool) not in offered]
+        return Plan(text=answers.results_answer(results, missing))
+    if last_role == "system":
+        return Plan(text=answers.out_of_tools_answer())
+    return Plan(text=answers.help_answer(user_text))

@@ -1,0 +1,34 @@
+"""Messages sent to a chat's channel-layer group. The worker sends only through `send_fragment`.
+
+Each message type is a TypedDict whose `type` names the consumer handler (`chat.fragment` →
+`ChatConsumer.chat_fragment`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypedDict
+
+from channels.layers import get_channel_layer
+
+
+class FragmentMessage(TypedDict):
+    type: Literal["chat.fragment"]
+    turn: int
+    seq: int
+    html: str
+
+
+def group_name(chat_id: int) -> str:
+    return f"chat.{chat_id}"
+
+
+def frame(turn_id: int, seq: int, html: str) -> str:
+    """What goes on the socket: a sequence marker the page uses to drop stale or duplicate
+    fragments after a reconnect, then the out-of-band HTML."""
+    return f"<!--seq {turn_id} {seq}-->{html}"
+
+
+async def send_fragment(chat_id: int, turn_id: int, seq: int, html: str, layer: Any = None) -> None:
+    layer = layer or get_channel_layer()
+    message: FragmentMessage = {"type": "chat.fragment", "turn": turn_id, "seq": seq, "html": html}
+    await layer.group_send(group_name(chat_id), message)

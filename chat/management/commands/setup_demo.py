@@ -1,0 +1,31 @@
+"""Creates the demo user once, with a generated password printed only at creation."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand
+
+
+class Command(BaseCommand):
+    help = "Create the demo user (once) and print its generated password."
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("--username", default="demo")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        User = get_user_model()
+        username = options["username"]
+        if User.objects.filter(username=username).exists():
+            self.stdout.write(
+                f"Demo user '{username}' exists. Its password was printed when it was created; "
+                f"reset it with: .venv/bin/python manage.py changepassword {username}"
+            )
+            return
+        password = secrets.token_urlsafe(12)
+        User.objects.create_superuser(username=username, email="", password=password)
+        bar = "=" * 64
+        lines = [bar, "  Demo user created", f"  username: {username}", f"  password: {password}", "  shown once", bar]
+        self.stdout.write(self.style.SUCCESS("\n" + "\n".join(lines) + "\n"))

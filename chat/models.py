@@ -1,0 +1,164 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from .crypto import EncryptedTextField, mask
+
+DEMO_MODEL = "demo/tessera"
+
+
+class LLMModel(models.Model):
+    """A model an admin makes available. Any LiteLLM model string works."""
+
+    name = models.CharField("display name", max_length=100)
+    model = models.CharField(
+        "LiteLLM model",
+        max_length=200,
+        help_text="e.g. openai/gpt-4o, anthropic/claude-sonnet-4-5, ollama_chat/llama3.1, "
+        "or openai/<name> with an API base for any OpenAI-compatible server.",
+    )
+    api_base = models.URLField("API base", blank=True, max_length=500)
+    api_key = EncryptedTextField("API key", blank=True)
+    enabled = models.BooleanField(default=True)
+    is_default = models.BooleanField(
+        "default", default=False, help_text="Used for new chats. Without one, the newest enabled model is used."
+    )
+    extra_params = models.JSONField(
+        default=dict, blank=True, help_text='Passed to LiteLLM as is, e.g. {"temperature": 0.2}.'
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name = "LLM model"
+        constraints = [
+            models.UniqueConstraint(fields=["is_default"], condition=Q(is_default=True), name="one_default_model")
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def masked_key(self) -> str:
+        return mask(self.api_key)
+
+    @property
+    def is_demo(self) -> bool:
+        return self.model.startswith("demo/")
+
+    @classmethod
+    def default(cls) -> LLMModel | None:
+        """The explicit default; else the newest enabled real model; else the offline demo."""
+        enabled = cls.objects.filter(enabled=True)
+        return (
+            enabled.filter(is_default=True).first()
+            or enabled.exclude(model__startswith="demo/").order_by("-created_at").first()
+            or enabled.first()
+        )
+
+    def litellm_kwargs(self) -> dict[str, Any]:
+        extra = dict(self.extra_params or {})
+        if self.is_demo and "tokens_per_second" not in extra:
+            extra["tokens_per_second"] = settings.TESSERA["DEMO_TOKENS_PER_SECOND"]
+        return extra
+
+
+class Chat(models.Model):
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="chats")
+    title = models.CharField(max_length=200, blank=True)
+    model = models.ForeignKey(LLMModel, null=True, blank=True, on_delete=models.SET_NULL, related_name="chats")
+    # {toolset_id: [tool names]}; the tools the agent may use in this chat.
+    enabled_tools = models.JSONField(default=dict, blank=True)
+    max_tool_iterations = models.PositiveSmallIntegerField(default=5)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-updated_at", "-id"]
+        indexes = [models.Index(fields=["owner", "-updated_at"])]
+
+    def __str__(self) -> str:
+        return self.title or "New chat"
+
+    @property
+    def display_title(self) -> str:
+        return self.title or "New chat"
+
+
+class Turn(models.Model):
+    """One run of the agent: from a user message to the final answer (or stop, or failure)."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        COMPLETED = "completed", "Completed"
+        FAILED = "failed", "Failed"
+        CANCELLED = "cancelled", "Stopped"
+        INTERRUPTED = "interrupted", "Interrupted"
+
+    ACTIVE = (Status.QUEUED, Status.RUNNING)
+
+    chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="turns")
+    model = models.ForeignKey(LLMModel, null=True, on_delete=models.SET_NULL, related_name="+")
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    iterations = models.PositiveSmallIntegerField(default=0)
+    error = models.TextField(blank=True)
+    error_kind = models.CharField(max_length=40, blank=True)
+    notices = models.JSONField(default=list, blank=True)
+    usage = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    first_token_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"Turn {self.pk} ({self.status})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in self.ACTIVE
+
+
+class Message(models.Model):
+    class Role(models.TextChoices):
+        SYSTEM = "system", "System"
+        USER = "user", "User"
+        ASSISTANT = "assistant", "Assistant"
+        TOOL = "tool", "Tool"
+
+    chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="messages")
+    turn = models.ForeignKey(Turn, null=True, blank=True, on_delete=models.CASCADE, related_name="messages")
+    step = models.PositiveSmallIntegerField(null=True, blank=True)
+    role = models.CharField(max_length=10, choices=Role.choices)
+    content = models.TextField(blank=True)
+    # OpenAI shape on assistant messages: [{"id", "type": "function", "function": {"name", "arguments"}}]
+    tool_calls = models.JSONField(null=True, blank=True)
+    tool_call_id = models.CharField(max_length=200, blank=True)
+    # e.g. {"stopped": true}, {"failed": true}
+    metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [models.Index(fields=["chat", "id"])]
+
+    def __str__(self) -> str:
+        return f"{self.role}: {self.content[:40]}"
+
+    def to_openai(self) -> dict[str, Any]:
+        """The message exactly as a provider expects it back."""
+        data: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.role == self.Role.ASSISTANT:
+            data["content"] = self.content or None
+            if self.tool_calls:
+                data["tool_calls"] = self.tool_calls
+        if self.role == self.Role.TOOL:
+            data["tool_call_id"] = self.tool_call_id
+        return data

@@ -1,0 +1,173 @@
+"""View models for a turn: the plain dicts the partials render.
+
+A finished turn is built from the database, a running one from the worker's live state; both go
+through these functions and the same templates, so the page, a reconnect and the live stream show
+the same thing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from toolsets.base import humanize, split_qualified_name
+from toolsets.registry import get_toolset, resolve
+
+from .rendering import render_text
+
+RESULT_DISPLAY_LIMIT = 20_000
+STATUS_LABELS = {
+    "pending": "Preparing…",
+    "calling": "Calling…",
+    "success": "Completed",
+    "error": "Error",
+    "cancelled": "Stopped",
+}
+
+
+def tool_display_name(name: str) -> str:
+    found = resolve(name)
+    if found:
+        toolset, tool = found
+        return f"{toolset.name}: {tool.display_name}"
+    parts = split_qualified_name(name)
+    if parts:
+        toolset = get_toolset(parts[0])
+        return f"{toolset.name if toolset else humanize(parts[0])}: {humanize(parts[1])}"
+    return humanize(name) or "Tool"
+
+
+def pretty_json(value: Any) -> str:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except (json.JSONDecodeError, ValueError):
+            return value
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+def card(
+    turn_id: int,
+    step: int,
+    position: int,
+    *,
+    name: str,
+    call_id: str = "",
+    arguments: Any = None,
+    status: str = "pending",
+    result: Any = None,
+    error: str = "",
+    error_type: str = "",
+    duration_ms: int | None = None,
+) -> dict[str, Any]:
+    result_text = "" if result is None else pretty_json(result)
+    truncated = len(result_text) > RESULT_DISPLAY_LIMIT
+    return {
+        "dom_id": f"card-{turn_id}-{step}-{position}",
+        "name": name,
+        "call_id": call_id,
+        "display_name": tool_display_name(name),
+        "status": status,
+        "status_label": STATUS_LABELS.get(status, status),
+        "arguments": "" if arguments in (None, "") else pretty_json(arguments),
+        "result": result_text[:RESULT_DISPLAY_LIMIT],
+        "result_truncated": truncated,
+        "error": error,
+        "error_type": error_type,
+        "duration_ms": duration_ms,
+    }
+
+
+def step(turn_id: int, index: int, *, text: str, cards: list[dict[str, Any]], state: str) -> dict[str, Any]:
+    """`state`: streaming | complete | stopped | failed."""
+    rendered = render_text(text, complete=state != "streaming")
+    return {
+        "turn_id": turn_id,
+        "index": index,
+        "cards": cards,
+        "blocks": rendered.blocks,
+        "tail": rendered.tail,
+        "state": state,
+        "has_text": bool(text.strip()),
+    }
+
+
+def turn(
+    turn_id: int,
+    *,
+    status: str,
+    steps: list[dict[str, Any]],
+    notices: Iterable[str] = (),
+    error: str = "",
+    seq: int = 0,
+) -> dict[str, Any]:
+    return {
+        "id": turn_id,
+        "status": status,
+        "active": status in ("queued", "running"),
+        "steps": steps,
+        "notices": list(notices),
+        "error": error,
+        "seq": seq,
+    }
+
+
+def turn_from_live(state: dict[str, Any]) -> dict[str, Any]:
+    """The worker's live state (see chat.streaming.LiveTurn) → turn view."""
+    turn_id = state["id"]
+    steps = [step(turn_id, s["index"], text=s["text"], cards=s["cards"], state=s["state"]) for s in state["steps"]]
+    return turn(
+        turn_id, status=state["status"], steps=steps, notices=state["notices"], error=state["error"], seq=state["seq"]
+    )
+
+
+def turn_from_db(turn_obj: Any, messages: list[Any], executions: list[Any]) -> dict[str, Any]:
+    """A stored turn → turn view. `messages` are the turn's messages, `executions` its tool runs."""
+    # Keyed by place, not call id: some providers reuse ids such as "call_0" across steps.
+    by_place: dict[tuple[int | None, int | None], Any] = {(e.step, e.position): e for e in executions}
+    steps = []
+    for message in messages:
+        if message.role != "assistant":
+            continue
+        cards = []
+        for position, call in enumerate(message.tool_calls or []):
+            function = call.get("function", {})
+            execution = by_place.get((message.step, position))
+            cards.append(card_from_execution(turn_obj.pk, message.step or 0, position, function, call, execution))
+        meta = message.metadata or {}
+        state = "stopped" if meta.get("stopped") else "failed" if meta.get("failed") else "complete"
+        steps.append(step(turn_obj.pk, message.step or 0, text=message.content, cards=cards, state=state))
+    return turn(turn_obj.pk, status=turn_obj.status, steps=steps, notices=turn_obj.notices, error=turn_obj.error)
+
+
+def card_from_execution(
+    turn_id: int, step_index: int, position: int, function: dict[str, Any], call: dict[str, Any], execution: Any
+) -> dict[str, Any]:
+    name = function.get("name", "")
+    if execution is None:
+        # The call was stored but never ran (e.g. the worker died): say so rather than hide it.
+        return card(
+            turn_id,
+            step_index,
+            position,
+            name=name,
+            call_id=call.get("id", ""),
+            arguments=function.get("arguments"),
+            status="cancelled",
+            error="This tool call did not run.",
+        )
+    status = {"success": "success", "error": "error", "cancelled": "cancelled"}.get(execution.status, "calling")
+    return card(
+        turn_id,
+        step_index,
+        position,
+        name=name,
+        call_id=execution.tool_call_id,
+        arguments=execution.arguments if execution.arguments else function.get("arguments"),
+        status=status,
+        result=execution.result if status == "success" else None,
+        error=execution.error,
+        error_type=execution.error_type,
+        duration_ms=execution.duration_ms,
+    )

@@ -1,0 +1,287 @@
+"""The worker's side of a turn: it hears the agent loop's events, persists them, keeps the live
+state in Redis and pushes HTML fragments to the chat's group.
+
+Text is batched: deltas gather for a short window and go out as one fragment carrying only the
+new characters (finished markdown blocks go out rendered, once). Every other event flushes the
+pending text first, so the page sees events in the order they happened. Each fragment has a
+sequence number; the live state stored before it is published carries the same number, which is
+how a reconnecting page gets the exact state and then continues without gap or duplicate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from functools import cache
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.template import Template
+from django.template.loader import get_template
+from django.utils import timezone
+from django.utils.html import escape
+
+from chat.agent.loop import Outcome
+from chat.agent.types import AssistantMessage, ToolCall, ToolResult
+
+from . import live, presenters
+from .events import send_fragment
+from .models import Message, Turn
+from .rendering import render_text
+
+log = logging.getLogger(__name__)
+
+
+@cache
+def template(name: str) -> Template:
+    return get_template(name).template  # type: ignore[no-any-return, attr-defined]
+
+
+def render(name: str, context: dict[str, Any]) -> str:
+    from django.template import Context
+
+    return template(name).render(Context(context, autoescape=True))
+
+
+class TurnSink:
+    def __init__(self, turn: Turn, redis: Any, *, window_ms: int, layer: Any = None) -> None:
+        self.turn = turn
+        self.turn_id = turn.pk
+        self.chat_id = turn.chat_id
+        self.redis = redis
+        self.layer = layer
+        self.window_s = window_ms / 1000
+        self.seq = 0
+        self.state: dict[str, Any] = {
+            "id": turn.pk,
+            "status": "running",
+            "seq": 0,
+            "steps": [],
+            "notices": list(turn.notices or []),
+            "error": "",
+        }
+        self._pending: list[str] = []
+        self._dirty: set[int] = set()
+        self._committed: dict[int, int] = {}  # step → finished blocks already pushed
+        self._sent: dict[int, int] = {}  # step → characters of text already pushed
+        self._flush_handle: asyncio.TimerHandle | None = None
+        self._lock = asyncio.Lock()
+        self.first_token_at: float | None = None
+        self.toolbox: Any = None
+
+    # --- helpers ---------------------------------------------------------------------------
+    def _step(self, index: int) -> dict[str, Any]:
+        for step in reversed(self.state["steps"]):
+            if step["index"] == index:
+                return step  # type: ignore[no-any-return]
+        raise KeyError(index)
+
+    def _schedule_flush(self) -> None:
+        if self._flush_handle is None:
+            loop = asyncio.get_running_loop()
+            self._flush_handle = loop.call_later(self.window_s, lambda: asyncio.ensure_future(self.flush()))
+
+    def _text_fragments(self, index: int, *, complete: bool) -> str:
+        step = self._step(index)
+        text = step["text"]
+        committed = self._committed.get(index, 0)
+        rendered = render_text(text, complete=complete, already=committed)
+        html = []
+        prefix = f"{self.turn_id}-{index}"
+        if rendered.blocks or complete:
+            if rendered.blocks:
+                html.append(f'<div hx-swap-oob="beforeend:#blocks-{prefix}">{"".join(rendered.blocks)}</div>')
+            html.append(f'<div id="tail-{prefix}" class="md-tail" hx-swap-oob="true">{escape(rendered.tail)}</div>')
+        else:
+            delta = text[self._sent.get(index, 0) :]
+            if delta:
+                html.append(f'<div hx-swap-oob="beforeend:#tail-{prefix}">{escape(delta)}</div>')
+        self._committed[index] = rendered.committed
+        self._sent[index] = len(text)
+        return "".join(html)
+
+    async def flush(self, extra: str = "") -> None:
+        async with self._lock:
+            if self._flush_handle is not None:
+                self._flush_handle.cancel()
+                self._flush_handle = None
+            parts = [self._text_fragments(index, complete=False) for index in sorted(self._dirty)]
+            self._dirty.clear()
+            parts.extend(self._pending)
+            self._pending.clear()
+            if extra:
+                parts.append(extra)
+            html = "".join(parts)
+            if not html:
+                return
+            self.seq += 1
+            self.state["seq"] = self.seq
+            # State first, then the fragment: a page that syncs between the two gets this seq
+            # in the state and drops the fragment as a duplicate.
+            await self.redis.set(live.key(self.turn_id, "live"), json.dumps(self.state), ex=live.LIVE_TTL_S)
+            await send_fragment(self.chat_id, self.turn_id, self.seq, html, self.layer)
+
+    def _turn_state_html(self) -> str:
+        view = presenters.turn_from_live(self.state)
+        return render("chat/_turn_state.html", {"turn": view, "oob": True})
+
+    # --- EventSink ---------------------------------------------------------------------------
+    async def step_started(self, step: int) -> None:
+        self.state["steps"].append({"index": step, "text": "", "cards": [], "state": "streaming"})
+        view = presenters.step(self.turn_id, step, text="", cards=[], state="streaming")
+        html = render("chat/_step.html", {"step": view})
+        await self.flush(f'<div hx-swap-oob="beforeend:#steps-{self.turn_id}">{html}</div>')
+
+    async def text(self, step: int, delta: str) -> None:
+        if self.first_token_at is None:
+            self.first_token_at = time.time()
+        self._step(step)["text"] += delta
+        self._dirty.add(step)
+        self._schedule_flush()
+
+    async def tool_call_opened(self, step: int, position: int, call_id: str, name: str) -> None:
+        card = presenters.card(self.turn_id, step, position, name=name, call_id=call_id, status="pending")
+        self._step(step)["cards"].append(card)
+        html = render("chat/_tool_card.html", {"card": card})
+        await self.flush(f'<div hx-swap-oob="beforeend:#cards-{self.turn_id}-{step}">{html}</div>')
+
+    async def assistant_message(self, step: int, message: AssistantMessage, status: str) -> None:
+        state = self._step(step)
+        state["text"] = message.content
+        state["state"] = {"complete": "complete", "stopped": "stopped", "failed": "failed"}[status]
+        if status != "complete":
+            state["cards"] = []  # calls cut off mid-stream never ran
+        if message.content or message.tool_calls or status == "complete":
+            await _save_message(
+                chat_id=self.chat_id,
+                turn_id=self.turn_id,
+                step=step,
+                role=Message.Role.ASSISTANT,
+                content=message.content,
+                tool_calls=[c.to_openai() for c in message.tool_calls] or None,
+                metadata={status: True} if status != "complete" else {},
+            )
+        self._dirty.discard(step)
+        html = self._text_fragments(step, complete=True)
+        if status != "complete":
+            html += self._cards_html(step)
+        await self.flush(html)
+
+    def _cards_html(self, step: int) -> str:
+        cards = self._step(step)["cards"]
+        return render(
+            "chat/_tool_cards.html", {"turn_id": self.turn_id, "step_index": step, "cards": cards, "oob": True}
+        )
+
+    async def tools_started(self, step: int, calls: list[ToolCall]) -> None:
+        cards = [
+            presenters.card(
+                self.turn_id,
+                step,
+                position,
+                name=call.name,
+                call_id=call.id,
+                arguments=call.arguments,
+                status="calling",
+            )
+            for position, call in enumerate(calls)
+        ]
+        self._step(step)["cards"] = cards
+        if self.toolbox is not None:
+            for position, call in enumerate(calls):
+                self.toolbox.place(call.id, step, position)
+        await self.flush(self._cards_html(step))
+
+    async def tool_finished(self, step: int, position: int, call: ToolCall, result: ToolResult) -> None:
+        data = result.data
+        status = "cancelled" if result.cancelled else "error" if result.is_error else "success"
+        card = presenters.card(
+            self.turn_id,
+            step,
+            position,
+            name=call.name,
+            call_id=call.id,
+            arguments=data.get("arguments", call.arguments),
+            status=status,
+            result=data.get("result") if status == "success" else None,
+            error=data.get("error_message") or (result.content.removeprefix("Error: ") if result.is_error else ""),
+            error_type=data.get("error_type", ""),
+            duration_ms=data.get("duration_ms"),
+        )
+        self._step(step)["cards"][position] = card
+        await _save_tool_message(self.chat_id, self.turn_id, step, position, call.id, result)
+        await self.flush(render("chat/_tool_card.html", {"card": card, "oob": True}))
+
+    async def system_message(self, step: int, content: str) -> None:
+        await _save_message(
+            chat_id=self.chat_id,
+            turn_id=self.turn_id,
+            step=step,
+            role=Message.Role.SYSTEM,
+            content=content,
+            tool_calls=None,
+            metadata={},
+        )
+
+    async def notice(self, kind: str, text: str) -> None:
+        self.state["notices"].append(text)
+        await self.flush(self._turn_state_html())
+
+    async def finish(self, outcome: Outcome) -> None:
+        status = {"completed": Turn.Status.COMPLETED, "cancelled": Turn.Status.CANCELLED, "failed": Turn.Status.FAILED}[
+            outcome.status
+        ]
+        self.state["status"] = str(status)
+        self.state["error"] = outcome.error
+        await _finish_turn(
+            self.turn_id,
+            status=status,
+            outcome=outcome,
+            notices=self.state["notices"],
+            first_token_at=self.first_token_at,
+        )
+        await self.flush(self._turn_state_html())
+
+
+@sync_to_async(thread_sensitive=False)
+def _save_message(**fields: Any) -> None:
+    Message.objects.create(**fields)
+
+
+@sync_to_async(thread_sensitive=False)
+def _save_tool_message(chat_id: int, turn_id: int, step: int, position: int, call_id: str, result: ToolResult) -> None:
+    from toolsets.models import ToolExecution
+
+    Message.objects.create(
+        chat_id=chat_id,
+        turn_id=turn_id,
+        step=step,
+        role=Message.Role.TOOL,
+        tool_call_id=call_id,
+        content=result.content,
+        metadata={"error": True} if result.is_error else {},
+    )
+    if result.cancelled:
+        ToolExecution.objects.filter(turn_id=turn_id, step=step, position=position, status="running").update(
+            status="cancelled", error="Cancelled by the user", error_type="cancelled", finished_at=timezone.now()
+        )
+
+
+@sync_to_async(thread_sensitive=False)
+def _finish_turn(
+    turn_id: int, *, status: str, outcome: Outcome, notices: list[str], first_token_at: float | None
+) -> None:
+    from datetime import UTC, datetime
+
+    Turn.objects.filter(pk=turn_id).update(
+        status=status,
+        iterations=outcome.iterations,
+        error=outcome.error,
+        error_kind=outcome.error_kind,
+        notices=notices,
+        usage={"prompt_tokens": outcome.usage.prompt_tokens, "completion_tokens": outcome.usage.completion_tokens},
+        finished_at=timezone.now(),
+        first_token_at=datetime.fromtimestamp(first_token_at, UTC) if first_token_at else None,
+    )

@@ -1,0 +1,220 @@
+"""Running one turn inside a worker: load it, claim it, run the agent loop, persist.
+
+Everything for one turn happens in one asyncio event loop (Redis, the channel layer, the model
+stream, parallel tools), so a worker thread can carry a turn at almost no cost while the model
+is thinking.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.db import close_old_connections
+from django.utils import timezone
+
+from chat.agent.llm import LiteLLMModel, ModelConfig
+from chat.agent.loop import Agent, CancelToken, Outcome
+
+from . import live
+from .models import LLMModel, Message, Turn
+from .prompts import system_prompt
+from .streaming import TurnSink, render
+from .tools import ChatToolBox
+
+log = logging.getLogger(__name__)
+
+INTERRUPTED_ERROR = (
+    "This answer was interrupted because the worker running it stopped. Send your message again to retry."
+)
+UNEXPECTED_ERROR = "Something went wrong while answering. Your message is saved; send it again to retry."
+
+
+def run_turn_sync(turn_id: int) -> None:
+    """Entry point for the Celery task."""
+    close_old_connections()
+    try:
+        asyncio.run(run_turn(turn_id))
+    finally:
+        close_old_connections()
+
+
+async def run_turn(turn_id: int) -> None:
+    redis = live.async_client()
+    try:
+        turn = await _claim(turn_id, redis)
+        if turn is None:
+            return
+        await _run_claimed(turn, redis)
+    finally:
+        await redis.aclose()
+
+
+async def _claim(turn_id: int, redis: Any) -> Turn | None:
+    """Takes the turn if it is queued. A turn found running with no heartbeat was left by a
+    dead worker: it is marked interrupted, never run again (its tools may have side effects)."""
+    claimed = await sync_to_async(_claim_in_db, thread_sensitive=False)(turn_id)
+    if claimed is not None:
+        await redis.set(live.key(turn_id, "alive"), "1", ex=live.ALIVE_TTL_S)
+        return claimed
+    turn = await Turn.objects.filter(pk=turn_id).select_related("chat").afirst()
+    if turn is None or turn.status != Turn.Status.RUNNING:
+        return None
+    if await redis.exists(live.key(turn_id, "alive")):
+        return None  # another worker is on it (a redelivered message)
+    await interrupt(turn, redis)
+    return None
+
+
+def _claim_in_db(turn_id: int) -> Turn | None:
+    updated = Turn.objects.filter(pk=turn_id, status=Turn.Status.QUEUED).update(
+        status=Turn.Status.RUNNING, started_at=timezone.now()
+    )
+    if not updated:
+        return None
+    return Turn.objects.select_related("chat", "chat__owner", "model").get(pk=turn_id)
+
+
+async def _run_claimed(turn: Turn, redis: Any) -> None:
+    chat = turn.chat
+    sink = TurnSink(turn, redis, window_ms=settings.TESSERA["STREAM_WINDOW_MS"])
+    cancel = CancelToken()
+    watcher = asyncio.create_task(_watch(turn.pk, redis, cancel))
+    try:
+        llm = turn.model or await sync_to_async(LLMModel.default, thread_sensitive=False)()
+        if llm is None:
+            await sink.finish(Outcome("failed", 0, error="No model is configured. An administrator needs to add one."))
+            return
+        messages = await sync_to_async(_transcript, thread_sensitive=False)(chat.pk)
+        toolbox = ChatToolBox(user_id=chat.owner_id, turn_id=turn.pk, selection=chat.enabled_tools)
+        sink.toolbox = toolbox
+        model = LiteLLMModel(
+            ModelConfig(
+                model=llm.model,
+                api_base=llm.api_base or None,
+                api_key=llm.api_key or None,
+                extra=llm.litellm_kwargs(),
+                retries=settings.TESSERA["PROVIDER_RETRIES"],
+                backoff_s=settings.TESSERA["PROVIDER_BACKOFF_S"],
+            )
+        )
+        agent = Agent(model, toolbox, sink, cancel, max_iterations=chat.max_tool_iterations)
+        prompt = {"role": "system", "content": system_prompt(timezone.now())}
+        outcome = await agent.run([prompt, *messages])
+        await sink.finish(outcome)
+    except Exception:
+        log.exception("Turn %s failed", turn.pk)
+        await sink.finish(Outcome("failed", 0, error=UNEXPECTED_ERROR, error_kind="internal"))
+    finally:
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watcher
+        await redis.delete(live.key(turn.pk, "alive"), live.key(turn.pk, "cancel"))
+
+
+async def _watch(turn_id: int, redis: Any, cancel: CancelToken) -> None:
+    """Polls the Stop flag and keeps the heartbeat fresh, in one round trip."""
+    interval = settings.TESSERA["CANCEL_POLL_S"]
+    while True:
+        async with redis.pipeline(transaction=False) as pipe:
+            pipe.get(live.key(turn_id, "cancel"))
+            pipe.set(live.key(turn_id, "alive"), "1", ex=live.ALIVE_TTL_S)
+            flag, _ = await pipe.execute()
+        if flag and not cancel.is_set():
+            cancel.set()
+        await asyncio.sleep(interval)
+
+
+def _transcript(chat_id: int) -> list[dict[str, Any]]:
+    """The stored conversation in provider shape. System messages belonged to their own turn
+    (e.g. the tool-limit instruction) and are not replayed."""
+    rows = Message.objects.filter(chat_id=chat_id).exclude(role=Message.Role.SYSTEM).order_by("id")
+    return [m.to_openai() for m in rows]
+
+
+async def interrupt(turn: Turn, redis: Any) -> None:
+    """Closes a turn whose worker died: keeps what was streamed and says what happened."""
+    state = await live.aread_state(redis, turn.pk)
+    await sync_to_async(_persist_interrupted, thread_sensitive=False)(turn.pk, state)
+    from .events import send_fragment
+
+    if state is None:
+        state = {"id": turn.pk, "status": "interrupted", "seq": 0, "steps": [], "notices": [], "error": ""}
+    state["status"] = "interrupted"
+    state["error"] = INTERRUPTED_ERROR
+    state["seq"] = int(state.get("seq", 0)) + 1
+    for step in state["steps"]:
+        if step["state"] == "streaming":
+            step["state"] = "stopped"
+    import json
+
+    from . import presenters
+
+    await redis.set(live.key(turn.pk, "live"), json.dumps(state), ex=live.LIVE_TTL_S)
+    view = presenters.turn_from_live(state)
+    html = render("chat/_turn.html", {"turn": view, "oob": True})
+    await send_fragment(turn.chat_id, turn.pk, state["seq"], html)
+
+
+def _persist_interrupted(turn_id: int, state: dict[str, Any] | None) -> None:
+    turn = Turn.objects.get(pk=turn_id)
+    saved_steps = set(Message.objects.filter(turn=turn, role=Message.Role.ASSISTANT).values_list("step", flat=True))
+    for step in (state or {}).get("steps", []):
+        if step["index"] not in saved_steps and step["text"]:
+            Message.objects.create(
+                chat_id=turn.chat_id,
+                turn=turn,
+                step=step["index"],
+                role=Message.Role.ASSISTANT,
+                content=step["text"],
+                metadata={"stopped": True},
+            )
+    # Every stored tool call needs a result, or the transcript cannot be sent to a provider.
+    answered = set(Message.objects.filter(turn=turn, role=Message.Role.TOOL).values_list("tool_call_id", flat=True))
+    for message in Message.objects.filter(turn=turn, role=Message.Role.ASSISTANT).exclude(tool_calls=None):
+        for call in message.tool_calls or []:
+            if call.get("id") not in answered:
+                Message.objects.create(
+                    chat_id=turn.chat_id,
+                    turn=turn,
+                    step=message.step,
+                    role=Message.Role.TOOL,
+                    tool_call_id=call.get("id", ""),
+                    content="Error: interrupted before this tool finished.",
+                    metadata={"error": True},
+                )
+    from toolsets.models import ToolExecution
+
+    ToolExecution.objects.filter(turn=turn, status="running").update(
+        status="error", error="Interrupted", error_type="execution_error", finished_at=timezone.now()
+    )
+    Turn.objects.filter(pk=turn_id).update(
+        status=Turn.Status.INTERRUPTED, error=INTERRUPTED_ERROR, error_kind="interrupted", finished_at=timezone.now()
+    )
+
+
+def check_abandoned(turn: Turn) -> bool:
+    """Called when a page or socket shows an active turn: if no worker has a heartbeat for it
+    and it has been running a while, close it as interrupted. Returns True if it did."""
+    if turn.status != Turn.Status.RUNNING or live.is_alive(turn.pk):
+        return False
+    if turn.started_at and (timezone.now() - turn.started_at).total_seconds() < live.ALIVE_TTL_S:
+        return False
+
+    async def _go() -> None:
+        redis = live.async_client()
+        try:
+            await interrupt(turn, redis)
+        finally:
+            await redis.aclose()
+
+    from asgiref.sync import async_to_sync
+
+    async_to_sync(_go)()
+    turn.status = Turn.Status.INTERRUPTED
+    turn.error = INTERRUPTED_ERROR
+    return True

@@ -1,0 +1,208 @@
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.db import transaction
+from django.db.models import Prefetch
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HttpResponseClientRedirect
+
+from toolsets.models import ToolExecution
+
+from . import live, presenters
+from .models import Chat, LLMModel, Message, Turn
+from .tasks import run_turn
+from .tools import default_selection
+from .turns import check_abandoned
+
+TITLE_LENGTH = 60
+MAX_MESSAGE_LENGTH = 32_000
+
+
+def _get_chat_for_user(request: HttpRequest, chat_id: int) -> Chat:
+    """Every chat lookup goes through here: another user's chat is a 404, never a 403."""
+    return get_object_or_404(Chat.objects.select_related("model"), pk=chat_id, owner=request.user)
+
+
+def _sidebar_chats(request: HttpRequest) -> Any:
+    return Chat.objects.filter(owner=request.user).only("id", "title", "updated_at")[:100]
+
+
+def build_turn_views(turns: list[Turn]) -> dict[int, dict[str, Any]]:
+    """Turn views for many turns in a fixed number of queries (no per-turn lookups)."""
+    ids = [t.pk for t in turns]
+    messages: dict[int, list[Message]] = defaultdict(list)
+    for m in Message.objects.filter(turn_id__in=ids, role=Message.Role.ASSISTANT).order_by("id"):
+        messages[m.turn_id].append(m)  # type: ignore[index]
+    executions: dict[int, list[ToolExecution]] = defaultdict(list)
+    for e in ToolExecution.objects.filter(turn_id__in=ids).defer("raw_arguments"):
+        executions[e.turn_id].append(e)  # type: ignore[index]
+    views = {}
+    for turn in turns:
+        state = live.read_state(turn.pk) if turn.is_active else None
+        if state is not None:
+            views[turn.pk] = presenters.turn_from_live(state)
+        else:
+            views[turn.pk] = presenters.turn_from_db(turn, messages[turn.pk], executions[turn.pk])
+    return views
+
+
+def _exchanges(chat: Chat) -> list[dict[str, Any]]:
+    turns = list(
+        chat.turns.prefetch_related(
+            Prefetch("messages", queryset=Message.objects.filter(role=Message.Role.USER), to_attr="user_messages")
+        )
+    )
+    for turn in turns:
+        if turn.is_active:
+            check_abandoned(turn)
+    views = build_turn_views(turns)
+    return [
+        {"user_message": (turn.user_messages[0] if turn.user_messages else None), "turn": views[turn.pk]}  # type: ignore[attr-defined]
+        for turn in turns
+    ]
+
+
+def _models() -> Any:
+    return LLMModel.objects.filter(enabled=True).only("id", "name", "model")
+
+
+@login_required
+@require_GET
+def home(request: HttpRequest) -> HttpResponse:
+    return render(
+        request,
+        "chat/page.html",
+        {
+            "chat": None,
+            "chats": _sidebar_chats(request),
+            "exchanges": [],
+            "models": _models(),
+            "current_model": LLMModel.default(),
+        },
+    )
+
+
+@login_required
+@require_GET
+def chat_detail(request: HttpRequest, chat_id: int) -> HttpResponse:
+    chat = _get_chat_for_user(request, chat_id)
+    return render(
+        request,
+        "chat/page.html",
+        {
+            "chat": chat,
+            "chats": _sidebar_chats(request),
+            "exchanges": _exchanges(chat),
+            "models": _models(),
+            "current_model": chat.model or LLMModel.default(),
+        },
+    )
+
+
+def _clean_message(request: HttpRequest) -> str:
+    return request.POST.get("content", "").strip()[:MAX_MESSAGE_LENGTH]
+
+
+def _start_turn(chat: Chat, content: str) -> tuple[Message, Turn]:
+    with transaction.atomic():
+        turn = Turn.objects.create(chat=chat, model=chat.model or LLMModel.default())
+        message = Message.objects.create(chat=chat, turn=turn, role=Message.Role.USER, content=content)
+        if not chat.title:
+            chat.title = _title_from(content)
+        chat.save(update_fields=["title", "updated_at"])
+        transaction.on_commit(lambda: run_turn.delay(turn.pk))
+    return message, turn
+
+
+def _title_from(content: str) -> str:
+    line = " ".join(content.split())
+    return line if len(line) <= TITLE_LENGTH else line[: TITLE_LENGTH - 1].rstrip() + "…"
+
+
+@login_required
+@require_POST
+def create_chat(request: HttpRequest) -> HttpResponse:
+    """Creates a chat from the first message typed on the home page."""
+    content = _clean_message(request)
+    model_id = request.POST.get("model")
+    model = LLMModel.objects.filter(pk=model_id, enabled=True).first() if model_id else None
+    previous = Chat.objects.filter(owner=request.user).only("enabled_tools").first()
+    chat = Chat.objects.create(
+        owner=request.user,
+        model=model or LLMModel.default(),
+        enabled_tools=previous.enabled_tools if previous else default_selection(),
+    )
+    if content:
+        _start_turn(chat, content)
+    url = reverse("chat:detail", args=[chat.pk])
+    if request.htmx:
+        return HttpResponseClientRedirect(url)
+    return redirect(url)
+
+
+@login_required
+@require_POST
+def send_message(request: HttpRequest, chat_id: int) -> HttpResponse:
+    chat = _get_chat_for_user(request, chat_id)
+    content = _clean_message(request)
+    if not content:
+        return HttpResponse("Type a message first.", status=400)
+    if chat.turns.filter(status__in=Turn.ACTIVE).exists():
+        return HttpResponse("Wait for the current answer to finish, or stop it.", status=409)
+    had_title = bool(chat.title)
+    message, turn = _start_turn(chat, content)
+    view = presenters.turn(turn.pk, status=turn.status, steps=[])
+    html = render_to_string("chat/_exchange.html", {"exchange": {"user_message": message, "turn": view}}, request)
+    if not had_title:
+        html += render_to_string("chat/_chat_link.html", {"item": chat, "chat": chat, "oob": True}, request)
+    return HttpResponse(html)
+
+
+@login_required
+@require_POST
+def stop(request: HttpRequest, chat_id: int) -> HttpResponse:
+    chat = _get_chat_for_user(request, chat_id)
+    for turn in chat.turns.filter(status__in=Turn.ACTIVE):
+        # A queued turn has no worker to tell: close it here. A running one stops itself.
+        if Turn.objects.filter(pk=turn.pk, status=Turn.Status.QUEUED).update(status=Turn.Status.CANCELLED):
+            continue
+        live.request_cancel(turn.pk)
+    return HttpResponse(status=204)
+
+
+@login_required
+@require_POST
+def rename(request: HttpRequest, chat_id: int) -> HttpResponse:
+    chat = _get_chat_for_user(request, chat_id)
+    title = " ".join(request.POST.get("title", "").split())[:200]
+    if title:
+        chat.title = title
+        chat.save(update_fields=["title", "updated_at"])
+    return render(request, "chat/_chat_link.html", {"item": chat, "chat": chat})
+
+
+@login_required
+@require_POST
+def delete(request: HttpRequest, chat_id: int) -> HttpResponse:
+    chat = _get_chat_for_user(request, chat_id)
+    for turn in chat.turns.filter(status=Turn.Status.RUNNING):
+        live.request_cancel(turn.pk)
+    chat.delete()
+    return HttpResponseClientRedirect(reverse("chat:home"))
+
+
+@login_required
+@require_POST
+def set_model(request: HttpRequest, chat_id: int) -> HttpResponse:
+    chat = _get_chat_for_user(request, chat_id)
+    model = get_object_or_404(LLMModel, pk=request.POST.get("model"), enabled=True)
+    chat.model = model
+    chat.save(update_fields=["model", "updated_at"])
+    return HttpResponse(status=204)

@@ -1,0 +1,155 @@
+// Tessera chat page behaviour. htmx does the requests and swaps; this file adds the keyboard,
+// the running state, autoscroll, and the sequence check that keeps reconnects exact.
+(function () {
+  "use strict";
+
+  var socket = null;
+
+  function $(sel, root) { return (root || document).querySelector(sel); }
+
+  // --- Theme ----------------------------------------------------------------------------------
+  function currentTheme() {
+    var t = document.documentElement.dataset.theme;
+    if (t === "light" || t === "dark") return t;
+    return window.matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light";
+  }
+  document.addEventListener("click", function (e) {
+    var btn = e.target.closest("[data-action]");
+    if (!btn) return;
+    var action = btn.dataset.action;
+    if (action === "toggle-theme") {
+      var next = currentTheme() === "dark" ? "light" : "dark";
+      document.documentElement.dataset.theme = next;
+      try { localStorage.setItem("tessera-theme", next); } catch (err) { /* ignore */ }
+    } else if (action === "open-sidebar") {
+      document.body.classList.add("sidebar-open");
+    } else if (action === "close-sidebar") {
+      document.body.classList.remove("sidebar-open");
+    }
+  });
+
+  // --- Running state: Stop replaces Send while a turn runs ------------------------------------
+  function isRunning() {
+    return !!document.querySelector('.turn-state[data-turn-status="running"], .turn-state[data-turn-status="queued"]');
+  }
+  function updateRunning() {
+    document.body.classList.toggle("is-running", isRunning());
+  }
+
+  // --- Autoscroll: follow new content unless the reader scrolled up ---------------------------
+  var pinned = true;
+  function scroller() { return document.getElementById("scroller"); }
+  function scrollToBottom() {
+    var s = scroller();
+    if (s) s.scrollTop = s.scrollHeight;
+  }
+  document.addEventListener("scroll", function (e) {
+    var s = scroller();
+    if (e.target === s) pinned = s.scrollHeight - s.scrollTop - s.clientHeight < 80;
+  }, true);
+
+  // --- Sequence check ---------------------------------------------------------------------------
+  // Every socket message starts with <!--seq TURN N-->. The turn element remembers the last N it
+  // applied: older or repeated fragments (possible right after a reconnect) are dropped, and
+  // fragments for a turn the page does not show yet wait for the sync that follows.
+  var SEQ = /^<!--seq (\d+) (\d+)-->/;
+  document.addEventListener("htmx:wsBeforeMessage", function (e) {
+    var m = SEQ.exec(e.detail.message || "");
+    if (!m) return;
+    var turn = document.getElementById("turn-" + m[1]);
+    var seq = parseInt(m[2], 10);
+    if (!turn) { e.preventDefault(); return; }
+    var seen = parseInt(turn.dataset.seq || "0", 10);
+    if (seq <= seen) { e.preventDefault(); return; }
+    turn.dataset.seq = String(seq);
+  });
+  document.addEventListener("htmx:wsAfterMessage", function () {
+    updateRunning();
+    if (pinned) scrollToBottom();
+  });
+  document.addEventListener("htmx:wsOpen", function (e) {
+    socket = e.detail.socketWrapper;
+  });
+  document.addEventListener("htmx:wsClose", function () { socket = null; });
+
+  function requestSync(turnId) {
+    if (socket) socket.send(JSON.stringify({ type: "sync", turn: turnId }), document.querySelector("[ws-connect]"));
+  }
+
+  // --- Composer -----------------------------------------------------------------------------
+  function input() { return document.getElementById("composer-input"); }
+  function autosize() {
+    var el = input();
+    if (!el) return;
+    el.style.height = "auto";
+    el.style.height = Math.min(el.scrollHeight, 240) + "px";
+  }
+  function showError(text) {
+    var box = document.getElementById("composer-error");
+    if (!box) return;
+    box.textContent = text || "";
+    box.hidden = !text;
+  }
+  document.addEventListener("input", function (e) {
+    if (e.target === input()) autosize();
+  });
+  document.addEventListener("keydown", function (e) {
+    var el = input();
+    if (e.key === "Escape" && isRunning()) {
+      var stop = document.querySelector(".stop-btn");
+      if (stop) { e.preventDefault(); htmx.trigger(stop, "click"); stop.click(); }
+      return;
+    }
+    if (e.target === el && e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+      e.preventDefault();
+      if (!isRunning() && el.value.trim()) document.getElementById("composer").requestSubmit();
+    }
+  });
+  document.addEventListener("submit", function (e) {
+    if (e.target.id === "composer" && (isRunning() || !input().value.trim())) e.preventDefault();
+  }, true);
+  document.addEventListener("click", function (e) {
+    var s = e.target.closest("[data-suggest]");
+    if (!s) return;
+    input().value = s.dataset.suggest;
+    autosize();
+    document.getElementById("composer").requestSubmit();
+  });
+
+  document.addEventListener("htmx:afterRequest", function (e) {
+    var elt = e.detail.elt;
+    if (!elt || elt.id !== "composer") return;
+    if (e.detail.successful) {
+      showError("");
+      input().value = "";
+      autosize();
+      var empty = document.getElementById("empty-state");
+      if (empty) empty.remove();
+    } else {
+      var xhr = e.detail.xhr;
+      showError((xhr && xhr.status && xhr.responseText && xhr.responseText.length < 300) ? xhr.responseText : "Could not send the message. Check your connection and try again.");
+    }
+  });
+  document.addEventListener("htmx:afterSwap", function (e) {
+    if (e.detail.target && e.detail.target.id === "messages") {
+      // A new turn arrived from the POST: ask the socket for its state in case the worker was
+      // faster than this response.
+      var turns = e.detail.target.querySelectorAll('.turn[data-seq="0"]');
+      turns.forEach(function (t) { requestSync(t.dataset.turn); });
+      pinned = true;
+      scrollToBottom();
+    }
+    updateRunning();
+  });
+  document.addEventListener("htmx:sendError", function () {
+    showError("Could not reach Tessera. Check your connection and try again.");
+  });
+
+  document.addEventListener("DOMContentLoaded", function () {
+    updateRunning();
+    scrollToBottom();
+    autosize();
+    var el = input();
+    if (el && window.matchMedia("(min-width: 700px)").matches) el.focus();
+  });
+})();

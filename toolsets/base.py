@@ -1,0 +1,182 @@
+"""What a toolset and a tool are.
+
+A tool is a typed Python function with a one-line docstring. Its JSON schema is derived from the
+signature (parameters annotated with `Annotated[type, "description"]`), so it is never written
+twice. The first parameter may be a `ToolContext`, which the schema leaves out.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import types
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
+
+TOOL_PREFIX = "toolset"
+SEPARATOR = "__"
+
+
+@dataclass
+class ToolContext:
+    """Handed to a tool that asks for it: who calls, with which key and settings."""
+
+    user_id: int | None = None
+    api_key: str = ""
+    settings: dict[str, Any] = field(default_factory=dict)
+    # Called by long-running tools to show live progress on their card.
+    progress: Callable[[str, float | None], None] = lambda text, percent=None: None
+
+
+Summarizer = Callable[[Any], str]
+StatusText = Callable[[dict[str, Any]], str]
+
+
+@dataclass
+class Tool:
+    func: Callable[..., Any]
+    name: str
+    display_name: str
+    description: str
+    parameters: dict[str, Any]
+    timeout_s: float = 20.0
+    side_effects: bool = False
+    rate_limit_key: str = ""
+    summarize: Summarizer | None = None
+    status_text: StatusText | None = None
+    wants_context: bool = False
+    toolset_id: str = ""
+
+    @property
+    def is_async(self) -> bool:
+        return inspect.iscoroutinefunction(self.func)
+
+
+@dataclass
+class Toolset:
+    id: str
+    name: str
+    description: str
+    tools: list[Tool]
+    needs_api_key: bool = False
+    # Settings an admin may set in Django admin, with their defaults (e.g. a base URL).
+    default_settings: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for tool in self.tools:
+            tool.toolset_id = self.id
+            if not tool.rate_limit_key:
+                tool.rate_limit_key = f"{self.id}.{tool.name}"
+
+    def get(self, name: str) -> Tool | None:
+        return next((tool for tool in self.tools if tool.name == name), None)
+
+
+def qualified_name(toolset_id: str, tool_name: str) -> str:
+    return f"{TOOL_PREFIX}{SEPARATOR}{toolset_id}{SEPARATOR}{tool_name}"
+
+
+def split_qualified_name(name: str) -> tuple[str, str] | None:
+    parts = name.split(SEPARATOR)
+    if len(parts) != 3 or parts[0] != TOOL_PREFIX or not parts[1] or not parts[2]:
+        return None
+    return parts[1], parts[2]
+
+
+def humanize(name: str) -> str:
+    """`SOME_TOOL_NAME` / `snake_case` / `camelCase` → "Some tool name"."""
+    words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).replace("_", " ").replace("-", " ").split()
+    text = " ".join(words).lower()
+    return text[:1].upper() + text[1:]
+
+
+def tool(
+    *,
+    display_name: str = "",
+    timeout_s: float = 20.0,
+    side_effects: bool = False,
+    rate_limit_key: str = "",
+    summarize: Summarizer | None = None,
+    status_text: StatusText | None = None,
+) -> Callable[[Callable[..., Any]], Tool]:
+    """Turns a typed function into a Tool."""
+
+    def wrap(func: Callable[..., Any]) -> Tool:
+        doc = inspect.getdoc(func) or ""
+        description = doc.strip().splitlines()[0] if doc.strip() else humanize(func.__name__)
+        schema, wants_context = schema_for(func)
+        return Tool(
+            func=func,
+            name=func.__name__,
+            display_name=display_name or humanize(func.__name__),
+            description=description,
+            parameters=schema,
+            timeout_s=timeout_s,
+            side_effects=side_effects,
+            rate_limit_key=rate_limit_key,
+            summarize=summarize,
+            status_text=status_text,
+            wants_context=wants_context,
+        )
+
+    return wrap
+
+
+def schema_for(func: Callable[..., Any]) -> tuple[dict[str, Any], bool]:
+    hints = typing.get_type_hints(func, include_extras=True)
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    wants_context = False
+    for name, param in inspect.signature(func).parameters.items():
+        hint = hints.get(name, str)
+        if hint is ToolContext:
+            wants_context = True
+            continue
+        prop = _schema_for_type(hint)
+        if param.default is inspect.Parameter.empty:
+            required.append(name)
+        elif param.default is not None:
+            prop["default"] = param.default
+        properties[name] = prop
+    schema: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
+    if required:
+        schema["required"] = required
+    return schema, wants_context
+
+
+_SIMPLE = {str: "string", int: "integer", float: "number", bool: "boolean"}
+
+
+def _schema_for_type(hint: Any) -> dict[str, Any]:
+    description = ""
+    if get_origin(hint) is Annotated:
+        hint, *extras = get_args(hint)
+        description = next((e for e in extras if isinstance(e, str)), "")
+    schema = _bare_schema(hint)
+    if description:
+        schema["description"] = description
+    return schema
+
+
+def _bare_schema(hint: Any) -> dict[str, Any]:
+    origin = get_origin(hint)
+    if hint in _SIMPLE:
+        return {"type": _SIMPLE[hint]}
+    if origin is Literal:
+        values = list(get_args(hint))
+        return {"type": _SIMPLE.get(type(values[0]), "string"), "enum": values}
+    if origin in (Union, types.UnionType):
+        options = [arg for arg in get_args(hint) if arg is not type(None)]
+        if len(options) == 1:
+            return _bare_schema(options[0])
+        return {"anyOf": [_bare_schema(option) for option in options]}
+    if origin in (list, tuple, set):
+        args = get_args(hint)
+        return {"type": "array", "items": _bare_schema(args[0]) if args else {}}
+    if origin is dict or hint is dict:
+        return {"type": "object"}
+    if get_origin(hint) is Annotated:
+        return _schema_for_type(hint)
+    raise TypeError(f"Unsupported tool parameter type: {hint!r}")

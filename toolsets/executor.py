@@ -1,0 +1,226 @@
+"""The one executor every tool call goes through, from the agent loop and from the HTTP API.
+
+It validates arguments against the tool's schema, enforces the timeout, classifies failures into
+a small set of error types (each with a message and whether retrying may help), retries transient
+failures of side-effect-free tools, and records a ToolExecution for every call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import jsonschema
+from asgiref.sync import sync_to_async
+from django.utils import timezone
+
+from .base import Tool, ToolContext, Toolset
+from .models import ToolExecution
+from .registry import resolve
+
+ErrorType = str  # one of ERROR_TYPES
+ERROR_TYPES = (
+    "validation_error",
+    "permission_denied",
+    "unknown_tool",
+    "timeout_error",
+    "rate_limit_error",
+    "execution_error",
+)
+MAX_ATTEMPTS = 3
+BACKOFF_S = 0.5
+
+
+class ToolFailure(Exception):
+    """Raised by a tool to fail with a specific error type (e.g. an upstream 429)."""
+
+    def __init__(self, message: str, *, error_type: ErrorType = "execution_error", retryable: bool = False) -> None:
+        super().__init__(message)
+        self.error_type = error_type
+        self.retryable = retryable
+
+
+@dataclass
+class ToolError:
+    type: ErrorType
+    message: str
+    retryable: bool = False
+    details: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"type": self.type, "message": self.message, "retryable": self.retryable}
+        if self.details:
+            data["details"] = self.details
+        return data
+
+
+@dataclass
+class Execution:
+    tool_call_id: str
+    toolset: Toolset | None
+    tool: Tool | None
+    arguments: dict[str, Any]
+    result: Any = None
+    error: ToolError | None = None
+    duration_ms: int = 0
+    record_id: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def model_content(self, limit: int) -> str:
+        """The text the model reads: the JSON result (truncated past `limit`) or `Error: …`."""
+        if self.error is not None:
+            text = f"Error ({self.error.type}): {self.error.message}"
+            if self.error.details:
+                text += "\n" + "\n".join(f"- {detail}" for detail in self.error.details)
+            return text
+        text = self.result if isinstance(self.result, str) else json.dumps(self.result, ensure_ascii=False, default=str)
+        if len(text) > limit:
+            return (
+                text[:limit]
+                + f"\n[Truncated: the result was {len(text)} characters; only the first {limit} are shown.]"
+            )
+        return text
+
+
+Progress = Callable[[str, float | None], None]
+
+
+async def execute(
+    name: str,
+    raw_arguments: str | dict[str, Any],
+    *,
+    user_id: int,
+    tool_call_id: str,
+    turn_id: int | None = None,
+    step: int | None = None,
+    position: int | None = None,
+    context: ToolContext | None = None,
+    progress: Progress | None = None,
+) -> Execution:
+    found = resolve(name)
+    toolset, tool_ = found if found else (None, None)
+    arguments, parse_error = _parse(raw_arguments)
+    execution = Execution(tool_call_id, toolset, tool_, arguments)
+    toolset_id, tool_name = (toolset.id, tool_.name) if toolset and tool_ else _split_for_record(name)
+    record = await _create_record(
+        user_id=user_id,
+        turn_id=turn_id,
+        step=step,
+        position=position,
+        tool_call_id=tool_call_id,
+        toolset=toolset_id,
+        tool=tool_name,
+        arguments=arguments,
+        raw_arguments=raw_arguments if isinstance(raw_arguments, str) else json.dumps(raw_arguments),
+    )
+    execution.record_id = record.pk
+    started = time.monotonic()
+    attempts = 0
+    if tool_ is None:
+        execution.error = ToolError("unknown_tool", f"There is no tool named {name!r}.")
+    elif parse_error:
+        execution.error = ToolError("validation_error", parse_error)
+    else:
+        details = validation_errors(tool_, arguments)
+        if details:
+            execution.error = ToolError(
+                "validation_error", "The arguments do not match the tool's schema.", details=details
+            )
+    if execution.error is None and tool_ is not None:
+        ctx = context or ToolContext(user_id=user_id)
+        if progress is not None:
+            ctx.progress = progress
+        while True:
+            attempts += 1
+            try:
+                execution.result = await _call(tool_, ctx, arguments)
+                execution.error = None
+                break
+            except Exception as exc:  # every failure becomes a classified result
+                execution.error = classify(exc, tool_)
+            if not (execution.error.retryable and not tool_.side_effects and attempts < MAX_ATTEMPTS):
+                break
+            await asyncio.sleep(BACKOFF_S * 2 ** (attempts - 1))
+    execution.duration_ms = int((time.monotonic() - started) * 1000)
+    await _finish_record(record, execution, attempts)
+    return execution
+
+
+def _parse(raw: str | dict[str, Any]) -> tuple[dict[str, Any], str]:
+    if isinstance(raw, dict):
+        return raw, ""
+    text = raw.strip() or "{}"
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return {}, f"The arguments are not valid JSON ({exc.msg} at position {exc.pos})."
+    if not isinstance(value, dict):
+        return {}, "The arguments must be a JSON object."
+    return value, ""
+
+
+def validation_errors(tool_: Tool, arguments: dict[str, Any]) -> list[str]:
+    validator = jsonschema.Draft202012Validator(tool_.parameters)
+    errors = []
+    for error in sorted(validator.iter_errors(arguments), key=lambda e: list(e.path)):
+        where = "/".join(str(part) for part in error.path) or "arguments"
+        errors.append(f"{where}: {error.message}")
+    return errors
+
+
+async def _call(tool_: Tool, ctx: ToolContext, arguments: dict[str, Any]) -> Any:
+    args = (ctx,) if tool_.wants_context else ()
+    if tool_.is_async:
+        return await asyncio.wait_for(tool_.func(*args, **arguments), timeout=tool_.timeout_s)
+    # Sync tools run in a thread; the timeout bounds how long the turn waits for one.
+    return await asyncio.wait_for(asyncio.to_thread(tool_.func, *args, **arguments), timeout=tool_.timeout_s)
+
+
+def classify(exc: BaseException, tool_: Tool) -> ToolError:
+    if isinstance(exc, ToolFailure):
+        return ToolError(exc.error_type, str(exc), exc.retryable)
+    if isinstance(exc, TimeoutError):
+        return ToolError("timeout_error", f"The tool did not finish within {tool_.timeout_s:g} seconds.", True)
+    if isinstance(exc, (ValueError, TypeError, LookupError)):
+        return ToolError("execution_error", str(exc) or type(exc).__name__)
+    if isinstance(exc, (ConnectionError, OSError)):
+        return ToolError("execution_error", f"{type(exc).__name__}: {exc}", True)
+    return ToolError("execution_error", f"{type(exc).__name__}: {exc}")
+
+
+def _split_for_record(name: str) -> tuple[str, str]:
+    parts = name.split("__")
+    if len(parts) == 3:
+        return parts[1][:100], parts[2][:100]
+    return "", name[:100]
+
+
+@sync_to_async(thread_sensitive=False)
+def _create_record(**fields: Any) -> ToolExecution:
+    return ToolExecution.objects.create(**fields)
+
+
+@sync_to_async(thread_sensitive=False)
+def _finish_record(record: ToolExecution, execution: Execution, attempts: int) -> None:
+    record.finished_at = timezone.now()
+    record.duration_ms = execution.duration_ms
+    record.attempts = attempts
+    if execution.error is None:
+        record.status = ToolExecution.Status.SUCCESS
+        record.result = _jsonable(execution.result)
+    else:
+        record.status = ToolExecution.Status.ERROR
+        record.error = execution.error.message
+        record.error_type = execution.error.type
+    record.save(update_fields=["finished_at", "duration_ms", "attempts", "status", "result", "error", "error_type"])
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))

@@ -1,0 +1,46 @@
+"""The lazy toolset registry.
+
+Settings list toolsets by dotted module path; a module is imported the first time anything asks
+for toolsets, and must expose a module-level `toolset`. Adding a toolset is adding a folder and
+one line in `TOOLSET_MODULES`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from functools import cache
+
+from .base import Tool, Toolset, split_qualified_name
+
+TOOLSET_MODULES: list[str] = [
+    "toolsets.clock_math",
+]
+
+
+@cache
+def all_toolsets() -> dict[str, Toolset]:
+    found: dict[str, Toolset] = {}
+    for path in TOOLSET_MODULES:
+        toolset = importlib.import_module(path).toolset
+        if not isinstance(toolset, Toolset):
+            raise TypeError(f"{path}.toolset is not a Toolset")
+        if toolset.id in found:
+            raise ValueError(f"Duplicate toolset id {toolset.id!r}")
+        found[toolset.id] = toolset
+    return found
+
+
+def get_toolset(toolset_id: str) -> Toolset | None:
+    return all_toolsets().get(toolset_id)
+
+
+def resolve(qualified: str) -> tuple[Toolset, Tool] | None:
+    """`toolset__{toolset_id}__{tool}` → (toolset, tool), or None when nothing has that name."""
+    parts = split_qualified_name(qualified)
+    if parts is None:
+        return None
+    toolset = get_toolset(parts[0])
+    if toolset is None:
+        return None
+    found = toolset.get(parts[1])
+    return (toolset, found) if found else None
