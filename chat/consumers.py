@@ -24,23 +24,28 @@ class ChatConsumer(AsyncWebsocketConsumer):
     group: str = ""
 
     async def connect(self) -> None:
-        # Accept first, then close with a 4xxx code: a refused handshake looks like a network
-        # failure to the browser, which would retry forever.
-        await self.accept()
         user = self.scope.get("user")
-        if user is None or not user.is_authenticated:
-            await self.close(code=CLOSE_UNAUTHENTICATED)
-            return
         chat_id = int(self.scope["url_route"]["kwargs"]["chat_id"])
+        if user is None or not user.is_authenticated:
+            await self._refuse(CLOSE_UNAUTHENTICATED)
+            return
         if not await _owns(user.pk, chat_id):
-            await self.close(code=CLOSE_NOT_FOUND)
+            await self._refuse(CLOSE_NOT_FOUND)
             return
         self.chat_id = chat_id
         self.group = group_name(chat_id)
-        # Join before reading state: nothing published after the read can be missed.
+        # Join before accepting and before reading state: nothing published after the client
+        # sees the socket open, or after the state read, can be missed.
         await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
         for turn_id in await _active_turn_ids(chat_id):
             await self.sync_turn(turn_id)
+
+    async def _refuse(self, code: int) -> None:
+        # Accept, then close with a 4xxx code: a refused handshake looks like a network failure
+        # to the browser, which would retry forever.
+        await self.accept()
+        await self.close(code=code)
 
     async def disconnect(self, code: int) -> None:
         if self.group:

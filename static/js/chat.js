@@ -5,6 +5,12 @@
 
   var socket = null;
 
+  // Reconnect quickly after a dropped socket (the default backs off up to a minute); the sync
+  // on connect makes a reconnect exact, so there is no reason to wait.
+  if (window.htmx) {
+    htmx.config.wsReconnectDelay = function (retry) { return Math.min(500 * Math.pow(2, retry), 8000); };
+  }
+
   function $(sel, root) { return (root || document).querySelector(sel); }
 
   // --- Theme ----------------------------------------------------------------------------------
@@ -69,8 +75,14 @@
   });
   document.addEventListener("htmx:wsOpen", function (e) {
     socket = e.detail.socketWrapper;
+    document.body.dataset.ws = "open";
   });
-  document.addEventListener("htmx:wsClose", function () { socket = null; });
+  document.addEventListener("htmx:wsClose", function (e) {
+    socket = null;
+    // 4xxx: the server refused this chat (signed out, or not yours); anything else reconnects.
+    var code = e.detail && e.detail.event && e.detail.event.code;
+    document.body.dataset.ws = code >= 4000 && code < 5000 ? "refused" : "reconnecting";
+  });
 
   function requestSync(turnId) {
     if (socket) socket.send(JSON.stringify({ type: "sync", turn: turnId }), document.querySelector("[ws-connect]"));

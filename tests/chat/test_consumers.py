@@ -1,0 +1,108 @@
+"""The chat socket: only the chat's owner gets in, and a connect sends a running turn's state."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from channels.testing import WebsocketCommunicator
+from django.conf import settings
+from django.test import Client
+
+from chat import live
+from chat.consumers import CLOSE_NOT_FOUND, CLOSE_UNAUTHENTICATED
+from chat.models import Chat, Turn
+from config.asgi import application
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def session_cookie(user: Any) -> bytes:
+    client = Client()
+    client.force_login(user)
+    return f"{settings.SESSION_COOKIE_NAME}={client.cookies[settings.SESSION_COOKIE_NAME].value}".encode()
+
+
+def communicator(
+    chat_id: int, cookie: bytes | None = None, origin: bytes = b"http://localhost"
+) -> WebsocketCommunicator:
+    headers = [(b"origin", origin), (b"host", b"localhost")]
+    if cookie:
+        headers.append((b"cookie", cookie))
+    return WebsocketCommunicator(application, f"/ws/chats/{chat_id}/", headers=headers)
+
+
+async def closed_with(comm: WebsocketCommunicator) -> int | None:
+    output = await comm.receive_output(timeout=3)
+    assert output["type"] == "websocket.close"
+    return output.get("code")
+
+
+async def test_owner_connects(user: Any) -> None:
+    chat = await Chat.objects.acreate(owner=user)
+    comm = communicator(chat.pk, await _cookie(user))
+    connected, _ = await comm.connect()
+    assert connected
+    assert await comm.receive_nothing(timeout=0.3)
+    await comm.disconnect()
+
+
+async def test_other_user_is_refused(user: Any, other_user: Any) -> None:
+    chat = await Chat.objects.acreate(owner=user)
+    comm = communicator(chat.pk, await _cookie(other_user))
+    await comm.connect()
+    assert await closed_with(comm) == CLOSE_NOT_FOUND
+
+
+async def test_anonymous_is_refused(user: Any) -> None:
+    chat = await Chat.objects.acreate(owner=user)
+    comm = communicator(chat.pk)
+    await comm.connect()
+    assert await closed_with(comm) == CLOSE_UNAUTHENTICATED
+
+
+async def test_foreign_origin_is_refused(user: Any) -> None:
+    chat = await Chat.objects.acreate(owner=user)
+    comm = communicator(chat.pk, await _cookie(user), origin=b"http://evil.example")
+    connected, _ = await comm.connect()
+    assert not connected
+
+
+async def test_connect_mid_turn_sends_exact_live_state(user: Any) -> None:
+    chat = await Chat.objects.acreate(owner=user)
+    turn = await Turn.objects.acreate(chat=chat, status=Turn.Status.RUNNING)
+    state = {
+        "id": turn.pk,
+        "status": "running",
+        "seq": 7,
+        "notices": [],
+        "error": "",
+        "steps": [{"index": 0, "text": "First paragraph.\n\nSecond is stre", "cards": [], "state": "streaming"}],
+    }
+    await live.async_client().set(live.key(turn.pk, "live"), json.dumps(state))
+    comm = communicator(chat.pk, await _cookie(user))
+    await comm.connect()
+    message = await comm.receive_from(timeout=3)
+    assert message.startswith(f"<!--seq {turn.pk} 7-->")
+    assert f'id="turn-{turn.pk}"' in message and 'data-seq="7"' in message
+    assert "<p>First paragraph.</p>" in message
+    assert "Second is stre</div>" in message
+    await comm.disconnect()
+
+
+async def test_group_fragments_reach_the_socket(user: Any) -> None:
+    from chat.events import send_fragment
+
+    chat = await Chat.objects.acreate(owner=user)
+    comm = communicator(chat.pk, await _cookie(user))
+    await comm.connect()
+    await send_fragment(chat.pk, 42, 3, '<div id="x" hx-swap-oob="true">hi</div>')
+    assert await comm.receive_from(timeout=3) == '<!--seq 42 3--><div id="x" hx-swap-oob="true">hi</div>'
+    await comm.disconnect()
+
+
+async def _cookie(user: Any) -> bytes:
+    from asgiref.sync import sync_to_async
+
+    return await sync_to_async(session_cookie)(user)

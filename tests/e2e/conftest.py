@@ -1,0 +1,107 @@
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.conf import settings
+from playwright.sync_api import Browser, Page, sync_playwright
+
+CHROMIUM = "/usr/bin/chromium"
+PASSWORD = "a long test passphrase"
+SHOTS = Path(settings.VAR_DIR) / "screenshots"
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+            ],
+        )
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def e2e_user(transactional_db: Any, demo_model: Any) -> Any:
+    from django.contrib.auth import get_user_model
+
+    return get_user_model().objects.create_user("ada", password=PASSWORD)
+
+
+def login(page: Page, base_url: str, username: str = "ada") -> None:
+    page.goto(f"{base_url}/login/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{base_url}/")
+
+
+@pytest.fixture
+def page(browser: Browser, stack: Any, e2e_user: Any) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1280, "height": 860})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+    page.base_url = stack.url  # type: ignore[attr-defined]
+    login(page, stack.url)
+    yield page
+    context.close()
+    assert not errors, f"browser errors: {errors}"
+
+
+def send(page: Page, text: str) -> None:
+    page.fill("#composer-input", text)
+    page.keyboard.press("Enter")
+
+
+def send_and_wait(page: Page, text: str, timeout: float = 30_000) -> None:
+    """Sends in an open chat and waits until that new turn has finished."""
+    before = page.locator(".turn").count()
+    send(page, text)
+    page.wait_for_function(f"() => document.querySelectorAll('.turn').length > {before}", timeout=10_000)
+    wait_turn_done(page, timeout)
+
+
+def wait_socket(page: Page) -> None:
+    page.wait_for_selector('body[data-ws="open"]', timeout=15_000)
+
+
+def turn_status(page: Page) -> str:
+    return page.locator(".turn-state").last.get_attribute("data-turn-status") or ""
+
+
+def wait_turn_done(page: Page, timeout: float = 30_000) -> None:
+    page.wait_for_function(
+        """() => { const s = [...document.querySelectorAll('.turn-state')].pop();
+                   return s && !['queued', 'running'].includes(s.dataset.turnStatus); }""",
+        timeout=timeout,
+    )
+
+
+def normalized_messages(page: Page) -> str:
+    """#messages without what legitimately differs between a live page and a fresh load:
+    the sequence counter and htmx's transient settle classes."""
+    html = page.inner_html("#messages")
+    html = re.sub(r' data-seq="\d+"', "", html)
+    html = re.sub(r"\s*htmx-(added|settling|swapping|request)", "", html)
+    html = re.sub(r' class=""', "", html)
+    return re.sub(r">\s+<", "><", html).strip()
+
+
+def shot(page: Page, name: str) -> Path:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    path = SHOTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=False)
+    return path

@@ -1,0 +1,30 @@
+"""Loaded with `-p tests.pytest_env` before Django is configured: each test run gets its own
+var/ directory (database file, embedded Redis socket, logs, screenshots), so runs never touch
+`make run` data or each other, and the directory goes away when the run ends."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RUN_DIR = ROOT / "var" / "test" / f"run-{os.getpid()}"
+KEEP = os.environ.get("TESSERA_KEEP_TEST_VAR", "") not in ("", "0", "false")
+
+os.environ.setdefault("TESSERA_VAR_DIR", str(RUN_DIR))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+# Playwright's sync API and the ORM share the test thread in browser tests.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+os.environ.setdefault("TESSERA_PROVIDER_BACKOFF_S", "0.05")
+
+
+def pytest_unconfigure(config: object) -> None:
+    if not KEEP and os.environ["TESSERA_VAR_DIR"] == str(RUN_DIR):
+        # Screenshots are worth keeping for a look after the run.
+        shots = RUN_DIR / "screenshots"
+        if shots.exists():
+            target = ROOT / "var" / "test" / "screenshots"
+            shutil.rmtree(target, ignore_errors=True)
+            shutil.move(str(shots), str(target))
+        shutil.rmtree(RUN_DIR, ignore_errors=True)
