@@ -8,7 +8,7 @@ from typing import Any
 from django.conf import settings
 
 from chat.agent.types import ToolCall, ToolResult
-from toolsets import executor
+from toolsets import availability, executor
 from toolsets.base import qualified_name
 from toolsets.registry import all_toolsets
 
@@ -24,25 +24,38 @@ class ChatToolBox:
         self.turn_id = turn_id
         self.selection = selection or {}
         self._positions: dict[str, tuple[int, int]] = {}
+        self._specs: list[dict[str, Any]] = []
+        # Selected toolsets that are not usable right now, as "Name (reason)".
+        self.skipped: list[str] = []
 
-    def specs(self) -> list[dict[str, Any]]:
-        specs = []
+    def prepare(self) -> None:
+        """Decides, once per turn, which selected tools the model is offered: only those of
+        toolsets usable for this user right now (blocking: call from a thread)."""
+        available = availability.for_user(self.user_id)
+        self._specs, self.skipped = [], []
         for toolset in all_toolsets().values():
             chosen = set(self.selection.get(toolset.id, []))
+            if not chosen:
+                continue
+            state = available[toolset.id]
+            if not state.usable:
+                self.skipped.append(f"{toolset.name} ({state.reason})")
+                continue
             for tool in toolset.tools:
-                if tool.name not in chosen:
-                    continue
-                specs.append(
-                    {
-                        "type": "function",
-                        "function": {
-                            "name": qualified_name(toolset.id, tool.name),
-                            "description": tool.description,
-                            "parameters": tool.parameters,
-                        },
-                    }
-                )
-        return specs
+                if tool.name in chosen:
+                    self._specs.append(
+                        {
+                            "type": "function",
+                            "function": {
+                                "name": qualified_name(toolset.id, tool.name),
+                                "description": tool.description,
+                                "parameters": tool.parameters,
+                            },
+                        }
+                    )
+
+    def specs(self) -> list[dict[str, Any]]:
+        return self._specs
 
     def place(self, call_id: str, step: int, position: int) -> None:
         self._positions[call_id] = (step, position)

@@ -91,7 +91,10 @@ async def _run_claimed(turn: Turn, redis: Any) -> None:
             return
         messages = await sync_to_async(_transcript, thread_sensitive=False)(chat.pk)
         toolbox = ChatToolBox(user_id=chat.owner_id, turn_id=turn.pk, selection=chat.enabled_tools)
+        await sync_to_async(toolbox.prepare, thread_sensitive=False)()
         sink.toolbox = toolbox
+        if toolbox.skipped:
+            await sink.notice("skipped", "Not available for this answer: " + ", ".join(toolbox.skipped) + ".")
         model = LiteLLMModel(
             ModelConfig(
                 model=llm.model,

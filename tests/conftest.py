@@ -172,3 +172,13 @@ def _wait_for_worker(redis_url: str, worker: subprocess.Popen[bytes], timeout: f
         if replies:
             return
     raise RuntimeError("the Celery worker did not answer within 60 s")
+
+
+@pytest.hookimpl(trylast=True)  # after pytest-django's own reordering
+def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
+    """Browser tests last: Playwright's sync API keeps an event loop running in the main thread
+    for the rest of the session, which async tests cannot share."""
+    for item in items:
+        if "/e2e/" in str(item.path):
+            item.add_marker(pytest.mark.e2e)
+    items.sort(key=lambda item: "/e2e/" in str(item.path))

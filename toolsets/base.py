@@ -30,6 +30,16 @@ class ToolContext:
     progress: Callable[[str, float | None], None] = lambda text, percent=None: None
 
 
+class ToolFailure(Exception):
+    """Raised by a tool to fail with a specific error type, e.g. an upstream 429 becomes
+    `rate_limit_error` with retryable=True. Any other exception is an `execution_error`."""
+
+    def __init__(self, message: str, *, error_type: str = "execution_error", retryable: bool = False) -> None:
+        super().__init__(message)
+        self.error_type = error_type
+        self.retryable = retryable
+
+
 Summarizer = Callable[[Any], str]
 StatusText = Callable[[dict[str, Any]], str]
 
@@ -63,6 +73,14 @@ class Toolset:
     needs_api_key: bool = False
     # Settings an admin may set in Django admin, with their defaults (e.g. a base URL).
     default_settings: dict[str, Any] = field(default_factory=dict)
+    # For toolsets a user must set up before use (e.g. create their workspace): returns True
+    # while the user still has to; the settings page then shows `setup_label` as an action.
+    needs_setup: Callable[[int], bool] | None = None
+    setup_label: str = ""
+    # Performs the setup for a user (the settings page's button).
+    setup: Callable[[int], None] | None = None
+    # Default state for a user who has not touched the toolset in their settings.
+    enabled_by_default: bool = True
 
     def __post_init__(self) -> None:
         for tool in self.tools:

@@ -18,7 +18,8 @@ import jsonschema
 from asgiref.sync import sync_to_async
 from django.utils import timezone
 
-from .base import Tool, ToolContext, Toolset
+from .availability import Availability
+from .base import Tool, ToolContext, ToolFailure, Toolset
 from .models import ToolExecution
 from .registry import resolve
 
@@ -33,15 +34,6 @@ ERROR_TYPES = (
 )
 MAX_ATTEMPTS = 3
 BACKOFF_S = 0.5
-
-
-class ToolFailure(Exception):
-    """Raised by a tool to fail with a specific error type (e.g. an upstream 429)."""
-
-    def __init__(self, message: str, *, error_type: ErrorType = "execution_error", retryable: bool = False) -> None:
-        super().__init__(message)
-        self.error_type = error_type
-        self.retryable = retryable
 
 
 @dataclass
@@ -68,6 +60,7 @@ class Execution:
     error: ToolError | None = None
     duration_ms: int = 0
     record_id: int | None = None
+    availability: Availability | None = None
 
     @property
     def ok(self) -> bool:
@@ -109,22 +102,29 @@ async def execute(
     arguments, parse_error = _parse(raw_arguments)
     execution = Execution(tool_call_id, toolset, tool_, arguments)
     toolset_id, tool_name = (toolset.id, tool_.name) if toolset and tool_ else _split_for_record(name)
-    record = await _create_record(
+    record, gate = await _open(
         user_id=user_id,
-        turn_id=turn_id,
-        step=step,
-        position=position,
-        tool_call_id=tool_call_id,
-        toolset=toolset_id,
-        tool=tool_name,
-        arguments=arguments,
-        raw_arguments=raw_arguments if isinstance(raw_arguments, str) else json.dumps(raw_arguments),
+        tool=tool_,
+        fields={
+            "user_id": user_id,
+            "turn_id": turn_id,
+            "step": step,
+            "position": position,
+            "tool_call_id": tool_call_id,
+            "toolset": toolset_id,
+            "tool": tool_name,
+            "arguments": arguments,
+            "raw_arguments": raw_arguments if isinstance(raw_arguments, str) else json.dumps(raw_arguments),
+        },
     )
     execution.record_id = record.pk
+    execution.availability = gate.availability
     started = time.monotonic()
     attempts = 0
     if tool_ is None:
         execution.error = ToolError("unknown_tool", f"There is no tool named {name!r}.")
+    elif gate.error is not None:
+        execution.error = gate.error
     elif parse_error:
         execution.error = ToolError("validation_error", parse_error)
     else:
@@ -134,7 +134,12 @@ async def execute(
                 "validation_error", "The arguments do not match the tool's schema.", details=details
             )
     if execution.error is None and tool_ is not None:
-        ctx = context or ToolContext(user_id=user_id)
+        available = gate.availability
+        ctx = context or ToolContext(
+            user_id=user_id,
+            api_key=available.api_key if available else "",
+            settings=dict(available.settings) if available else {},
+        )
         if progress is not None:
             ctx.progress = progress
         while True:
@@ -145,7 +150,10 @@ async def execute(
                 break
             except Exception as exc:  # every failure becomes a classified result
                 execution.error = classify(exc, tool_)
-            if not (execution.error.retryable and not tool_.side_effects and attempts < MAX_ATTEMPTS):
+            # Transient failures are retried, but only where running twice is harmless; a rate
+            # limit is not transient on the scale of this backoff.
+            retry = execution.error.retryable and execution.error.type != "rate_limit_error"
+            if not (retry and not tool_.side_effects and attempts < MAX_ATTEMPTS):
                 break
             await asyncio.sleep(BACKOFF_S * 2 ** (attempts - 1))
     execution.duration_ms = int((time.monotonic() - started) * 1000)
@@ -202,9 +210,32 @@ def _split_for_record(name: str) -> tuple[str, str]:
     return "", name[:100]
 
 
+@dataclass
+class _Gate:
+    availability: Availability | None = None
+    error: ToolError | None = None
+
+
 @sync_to_async(thread_sensitive=False)
-def _create_record(**fields: Any) -> ToolExecution:
-    return ToolExecution.objects.create(**fields)
+def _open(*, user_id: int, tool: Tool | None, fields: dict[str, Any]) -> tuple[ToolExecution, _Gate]:
+    """Records the call and checks availability and the rate limit, in one thread hop."""
+    from . import availability, ratelimit
+
+    gate = _Gate()
+    if tool is not None:
+        gate.availability = availability.for_toolset(user_id, tool.toolset_id)
+        available = gate.availability
+        if available is not None and not available.usable:
+            gate.error = ToolError("permission_denied", f"{available.toolset.name}: {available.reason}.")
+        elif available is not None and not ratelimit.allow(
+            user_id, tool.rate_limit_key, available.rate_limit_per_minute
+        ):
+            gate.error = ToolError(
+                "rate_limit_error",
+                f"Rate limit reached: at most {available.rate_limit_per_minute} calls a minute to this tool.",
+                retryable=True,
+            )
+    return ToolExecution.objects.create(**fields), gate
 
 
 @sync_to_async(thread_sensitive=False)

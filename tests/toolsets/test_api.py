@@ -1,0 +1,206 @@
+"""POST /toolsets/<toolset_id>/execute/<method>: auth, status codes, and the shared executor."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Annotated, Any
+
+import pytest
+from django.test import Client
+
+from toolsets import availability, registry
+from toolsets.base import Toolset, ToolFailure, tool
+from toolsets.models import ApiToken, ToolExecution, ToolsetConfig, UserToolsetConfig
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@tool(timeout_s=0.3)
+async def slow() -> str:
+    """Take too long."""
+    await asyncio.sleep(5)
+    return "late"
+
+
+@tool()
+def echo(text: Annotated[str, "Text to echo"]) -> dict[str, str]:
+    """Echo the text."""
+    return {"text": text}
+
+
+@tool()
+def locked_echo(text: Annotated[str, "Text to echo"]) -> dict[str, str]:
+    """Echo the text, with a key."""
+    return {"text": text}
+
+
+@tool()
+def upstream_busy() -> None:
+    """Fail like a rate-limited upstream."""
+    raise ToolFailure("Upstream says slow down", error_type="rate_limit_error", retryable=True)
+
+
+@pytest.fixture(autouse=True)
+def test_toolsets(monkeypatch: pytest.MonkeyPatch) -> dict[str, Toolset]:
+    toolsets = dict(registry.all_toolsets())
+    toolsets["probe"] = Toolset(id="probe", name="Probe", description="Test tools.", tools=[slow, echo, upstream_busy])
+    toolsets["locked"] = Toolset(id="locked", name="Locked", description="", tools=[locked_echo], needs_api_key=True)
+    monkeypatch.setattr(registry, "all_toolsets", lambda: toolsets)
+    monkeypatch.setattr(availability, "all_toolsets", lambda: toolsets)
+    return toolsets
+
+
+def url(toolset: str, method: str) -> str:
+    return f"/toolsets/{toolset}/execute/{method}"
+
+
+def post(client: Client, path: str, body: Any, **headers: str) -> Any:
+    return client.post(path, data=json.dumps(body), content_type="application/json", headers=headers)
+
+
+def token_for(user: Any) -> str:
+    return ApiToken.issue(user, "test")[1]
+
+
+def test_token_call_returns_result_and_is_audited(user: Any) -> None:
+    token = token_for(user)
+    response = post(
+        Client(),
+        url("clock_math", "calculate"),
+        {"tool_call_id": "c1", "params": {"expression": "6*7"}},
+        Authorization=f"Bearer {token}",
+    )
+    assert response.status_code == 200
+    assert response.json() == {"tool_call_id": "c1", "result": {"expression": "6*7", "result": 42}}
+    record = ToolExecution.objects.get(tool_call_id="c1")
+    assert (record.user_id, record.toolset, record.tool, record.status) == (
+        user.pk,
+        "clock_math",
+        "calculate",
+        "success",
+    )
+    assert ApiToken.objects.get(user=user).last_used_at is not None
+
+
+def test_session_needs_csrf(user: Any) -> None:
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(user)
+    body = {"tool_call_id": "s1", "params": {"expression": "1+1"}}
+    assert post(client, url("clock_math", "calculate"), body).status_code == 403
+    client.get("/toolsets/")
+    csrf = client.cookies["csrftoken"].value
+    response = post(client, url("clock_math", "calculate"), body, **{"X-CSRFToken": csrf})
+    assert response.status_code == 200 and response.json()["result"]["result"] == 2
+
+
+def test_no_auth_is_401() -> None:
+    response = post(Client(), url("clock_math", "calculate"), {"params": {"expression": "1"}})
+    assert response.status_code == 401
+    assert response.json()["error"]["type"] == "permission_denied"
+
+
+def test_bad_and_revoked_tokens_are_401(user: Any) -> None:
+    record, token = ApiToken.issue(user, "old")
+    assert (
+        post(
+            Client(),
+            url("clock_math", "calculate"),
+            {"params": {"expression": "1"}},
+            Authorization="Bearer tsk_not-a-real-token",
+        ).status_code
+        == 401
+    )
+    client = Client()
+    client.force_login(user)
+    client.post(f"/toolsets/tokens/{record.pk}/revoke/")
+    assert (
+        post(
+            Client(), url("clock_math", "calculate"), {"params": {"expression": "1"}}, Authorization=f"Bearer {token}"
+        ).status_code
+        == 401
+    )
+
+
+def test_bad_params_are_400_with_details(user: Any) -> None:
+    token = token_for(user)
+    response = post(
+        Client(),
+        url("probe", "echo"),
+        {"tool_call_id": "v1", "params": {"text": 5, "extra": 1}},
+        Authorization=f"Bearer {token}",
+    )
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["type"] == "validation_error" and error["retryable"] is False
+    assert any("text" in d for d in error["details"]) and any("extra" in d for d in error["details"])
+    assert post(Client(), url("probe", "echo"), [1, 2], Authorization=f"Bearer {token}").status_code == 400
+
+
+def test_unknown_toolset_or_method_is_404(user: Any) -> None:
+    token = token_for(user)
+    assert post(Client(), url("nope", "x"), {}, Authorization=f"Bearer {token}").status_code == 404
+    assert post(Client(), url("clock_math", "nope"), {}, Authorization=f"Bearer {token}").status_code == 404
+
+
+def test_unusable_toolset_is_403_with_reason(user: Any) -> None:
+    token = token_for(user)
+    response = post(Client(), url("locked", "locked_echo"), {"params": {"text": "hi"}}, Authorization=f"Bearer {token}")
+    assert response.status_code == 403
+    assert response.json()["error"]["reason"] == "API key not configured"
+    ToolsetConfig.objects.create(toolset_id="clock_math", enabled=False)
+    response = post(
+        Client(), url("clock_math", "calculate"), {"params": {"expression": "1"}}, Authorization=f"Bearer {token}"
+    )
+    assert response.status_code == 403 and response.json()["error"]["reason"] == "Disabled by administrator"
+
+
+def test_a_token_cannot_use_toolsets_its_owner_disabled(user: Any, other_user: Any) -> None:
+    UserToolsetConfig.objects.create(user=other_user, toolset_id="clock_math", enabled=False)
+    token = token_for(other_user)
+    response = post(
+        Client(), url("clock_math", "calculate"), {"params": {"expression": "1"}}, Authorization=f"Bearer {token}"
+    )
+    assert response.status_code == 403 and response.json()["error"]["reason"] == "Disabled in settings"
+    # The same toolset still works for a user who did not disable it.
+    assert (
+        post(
+            Client(),
+            url("clock_math", "calculate"),
+            {"params": {"expression": "1"}},
+            Authorization=f"Bearer {token_for(user)}",
+        ).status_code
+        == 200
+    )
+
+
+def test_rate_limit_is_429(user: Any) -> None:
+    ToolsetConfig.objects.create(toolset_id="probe", rate_limit_per_minute=2)
+    token = token_for(user)
+    codes = [
+        post(Client(), url("probe", "echo"), {"params": {"text": "x"}}, Authorization=f"Bearer {token}").status_code
+        for _ in range(3)
+    ]
+    assert codes == [200, 200, 429]
+    assert post(Client(), url("probe", "upstream_busy"), {}, Authorization=f"Bearer {token}").status_code == 429
+
+
+def test_timeout_is_504(user: Any) -> None:
+    token = token_for(user)
+    response = post(Client(), url("probe", "slow"), {"tool_call_id": "t1"}, Authorization=f"Bearer {token}")
+    assert response.status_code == 504
+    assert response.json() == {
+        "tool_call_id": "t1",
+        "error": {"type": "timeout_error", "message": "The tool did not finish within 0.3 seconds.", "retryable": True},
+    }
+
+
+def test_tokens_are_stored_hashed_and_shown_once(user: Any) -> None:
+    client = Client()
+    client.force_login(user)
+    page = client.post("/toolsets/tokens/", {"name": "CI"}).content.decode()
+    token = page.split('class="token-value">')[1].split("<")[0]
+    assert token.startswith("tsk_")
+    stored = ApiToken.objects.get(user=user)
+    assert stored.token_hash != token and token not in stored.token_hash
+    assert token not in client.get("/toolsets/").content.decode()

@@ -1,0 +1,94 @@
+"""`POST /toolsets/<toolset_id>/execute/<method>`: run one tool over HTTP, through the same
+executor (and so the same availability, validation, limits and audit) as the agent loop.
+
+Auth: a personal API token (`Authorization: Bearer tsk_…`) or the browser session, which then
+needs the CSRF token like any other session POST.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.middleware.csrf import CsrfViewMiddleware
+from django.utils import timezone
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_POST
+
+from . import executor
+from .base import qualified_name
+from .models import ApiToken
+from .registry import get_toolset
+
+STATUS = {
+    "validation_error": 400,
+    "permission_denied": 403,
+    "unknown_tool": 404,
+    "rate_limit_error": 429,
+    "timeout_error": 504,
+    "execution_error": 502,
+}
+MAX_BODY = 1_000_000
+
+
+def _error(status: int, tool_call_id: str | None, type_: str, message: str, **extra: Any) -> JsonResponse:
+    error = {"type": type_, "message": message, "retryable": type_ in ("rate_limit_error", "timeout_error"), **extra}
+    return JsonResponse({"tool_call_id": tool_call_id, "error": error}, status=status)
+
+
+def _authenticate(request: HttpRequest) -> tuple[Any, HttpResponse | None]:
+    header = request.headers.get("Authorization", "")
+    if header:
+        scheme, _, token = header.partition(" ")
+        record = ApiToken.authenticate(token.strip()) if scheme.lower() == "bearer" else None
+        if record is None:
+            return None, _error(401, None, "permission_denied", "Invalid or revoked API token.")
+        ApiToken.objects.filter(pk=record.pk).update(last_used_at=timezone.now())
+        return record.user, None
+    if request.user.is_authenticated:
+        # This view is exempt so tokens work; session callers still get the CSRF check.
+        rejected = CsrfViewMiddleware(lambda r: HttpResponse()).process_view(request, lambda r: None, (), {})
+        if rejected is not None:
+            return None, _error(403, None, "permission_denied", "CSRF check failed.")
+        return request.user, None
+    return None, _error(401, None, "permission_denied", "Authentication required (session or Bearer token).")
+
+
+@csrf_exempt
+@require_POST
+def execute(request: HttpRequest, toolset_id: str, method: str) -> HttpResponse:
+    user, denied = _authenticate(request)
+    if denied is not None:
+        return denied
+    toolset = get_toolset(toolset_id)
+    if toolset is None or toolset.get(method) is None:
+        return _error(404, None, "unknown_tool", f"No tool {method!r} in toolset {toolset_id!r}.")
+    if len(request.body) > MAX_BODY:
+        return _error(400, None, "validation_error", "Request body too large.")
+    try:
+        body = json.loads(request.body or b"{}")
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return _error(400, None, "validation_error", "The body must be JSON.")
+    if not isinstance(body, dict):
+        return _error(400, None, "validation_error", 'The body must be a JSON object: {"tool_call_id", "params"}.')
+    tool_call_id = str(body.get("tool_call_id") or f"api_{uuid.uuid4().hex[:20]}")[:200]
+    params = body.get("params", {})
+    if not isinstance(params, dict):
+        return _error(400, tool_call_id, "validation_error", "params must be a JSON object.")
+    result = async_to_sync(executor.execute)(
+        qualified_name(toolset_id, method), params, user_id=user.pk, tool_call_id=tool_call_id
+    )
+    if result.error is not None:
+        extra: dict[str, Any] = {}
+        if result.error.details:
+            extra["details"] = result.error.details
+        if result.availability is not None and not result.availability.usable:
+            extra["reason"] = result.availability.reason
+        return JsonResponse(
+            {"tool_call_id": tool_call_id, "error": {**result.error.as_dict(), **extra}},
+            status=STATUS.get(result.error.type, 500),
+        )
+    return JsonResponse({"tool_call_id": tool_call_id, "result": result.result}, json_dumps_params={"default": str})

@@ -1,0 +1,107 @@
+"""The one answer to "can this user use this toolset now, and if not, why?".
+
+The settings page, the chat's toolset picker, the agent loop and the execution API all call
+`for_user`, so they can never disagree. A toolset that is not usable has exactly one reason,
+checked in this order:
+
+1. "Disabled by administrator" — an admin switched it off app-wide.
+2. "Disabled in settings"      — the user switched it off.
+3. "Configure in Toolsets settings" — the user has a setup step to do first (e.g. create their
+   workspace), or the toolset is off until a user turns it on.
+4. "API key not configured"    — it needs a key and neither the user nor the admin gave one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.urls import reverse
+
+from .base import Toolset
+from .models import ToolsetConfig, UserToolsetConfig
+from .registry import all_toolsets
+
+DISABLED_BY_ADMIN = "Disabled by administrator"
+DISABLED_BY_USER = "Disabled in settings"
+NEEDS_SETUP = "Configure in Toolsets settings"
+NO_API_KEY = "API key not configured"
+DEFAULT_RATE_LIMIT = 60
+
+
+@dataclass(frozen=True)
+class Availability:
+    toolset: Toolset
+    usable: bool
+    reason: str = ""
+    admin_enabled: bool = True
+    user_enabled: bool = True
+    needs_setup: bool = False
+    has_user_key: bool = False
+    has_app_key: bool = False
+    user_key_mask: str = ""
+    rate_limit_per_minute: int = DEFAULT_RATE_LIMIT
+    settings: dict[str, Any] = field(default_factory=dict)
+    # The key a call will use (the user's own first). Never rendered.
+    api_key: str = field(default="", repr=False)
+
+    @property
+    def settings_url(self) -> str:
+        return reverse("toolsets:settings") + f"#toolset-{self.toolset.id}"
+
+    @property
+    def fixable_by_user(self) -> bool:
+        return self.reason in (DISABLED_BY_USER, NEEDS_SETUP, NO_API_KEY)
+
+
+def for_user(user_id: int) -> dict[str, Availability]:
+    """Availability of every registered toolset for one user, in two queries."""
+    admin = {c.toolset_id: c for c in ToolsetConfig.objects.all()}
+    mine = {c.toolset_id: c for c in UserToolsetConfig.objects.filter(user_id=user_id)}
+    return {tid: _decide(ts, admin.get(tid), mine.get(tid), user_id) for tid, ts in all_toolsets().items()}
+
+
+def for_toolset(user_id: int, toolset_id: str) -> Availability | None:
+    toolset = all_toolsets().get(toolset_id)
+    if toolset is None:
+        return None
+    admin = ToolsetConfig.objects.filter(toolset_id=toolset_id).first()
+    mine = UserToolsetConfig.objects.filter(user_id=user_id, toolset_id=toolset_id).first()
+    return _decide(toolset, admin, mine, user_id)
+
+
+def _decide(
+    toolset: Toolset, admin: ToolsetConfig | None, mine: UserToolsetConfig | None, user_id: int
+) -> Availability:
+    from chat.crypto import mask
+
+    admin_enabled = admin.enabled if admin else True
+    user_enabled = mine.enabled if mine else toolset.enabled_by_default
+    user_key = mine.api_key if mine else ""
+    app_key = admin.api_key if admin else ""
+    needs_setup = bool(toolset.needs_setup and toolset.needs_setup(user_id))
+    settings = {**toolset.default_settings, **(admin.settings if admin else {})}
+    if not admin_enabled:
+        reason = DISABLED_BY_ADMIN
+    elif mine is not None and not mine.enabled:
+        reason = DISABLED_BY_USER
+    elif needs_setup or not user_enabled:
+        reason = NEEDS_SETUP
+    elif toolset.needs_api_key and not (user_key or app_key):
+        reason = NO_API_KEY
+    else:
+        reason = ""
+    return Availability(
+        toolset=toolset,
+        usable=not reason,
+        reason=reason,
+        admin_enabled=admin_enabled,
+        user_enabled=user_enabled,
+        needs_setup=needs_setup,
+        has_user_key=bool(user_key),
+        has_app_key=bool(app_key),
+        user_key_mask=mask(user_key),
+        rate_limit_per_minute=admin.rate_limit_per_minute if admin else DEFAULT_RATE_LIMIT,
+        settings=settings,
+        api_key=user_key or app_key,
+    )

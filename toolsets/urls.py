@@ -1,0 +1,16 @@
+from django.urls import path
+
+from . import api, views
+
+app_name = "toolsets"
+
+urlpatterns = [
+    path("", views.settings_page, name="settings"),
+    path("tokens/", views.create_token, name="create_token"),
+    path("tokens/<int:token_id>/revoke/", views.revoke_token, name="revoke_token"),
+    path("executions/<int:execution_id>/", views.execution_detail, name="execution"),
+    path("<str:toolset_id>/enabled/", views.set_enabled, name="set_enabled"),
+    path("<str:toolset_id>/key/", views.save_key, name="save_key"),
+    path("<str:toolset_id>/setup/", views.run_setup, name="setup"),
+    path("<str:toolset_id>/execute/<str:method>", api.execute, name="execute"),
+]
