@@ -31,6 +31,7 @@ assets: node_modules/.package-lock.json
 run: install
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py setup_demo
+	$(PY) manage.py seed_workspace --all
 	$(PY) manage.py serve --host $(HOST) --port $(PORT)
 
 test: install /usr/bin/chromium

@@ -96,6 +96,8 @@ def render_block(text: str) -> str:
 
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s")
 _FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
+# A half-written line that may still become a list item ("-" → "- b", "2" → "2. b").
+_LIST_ITEM_PREFIX = re.compile(r"(?:[-*+]|\d{1,9}[.)]?)")
 
 
 @dataclass
@@ -161,6 +163,9 @@ def render_text(text: str, *, complete: bool, already: int = 0) -> RenderedText:
     the text is complete."""
     spans = split_blocks(text)
     final = spans if complete else spans[:-1]
+    if not complete and len(spans) > 1 and _LIST_ITEM_PREFIX.fullmatch(text[spans[-1].start :]):
+        # The block before may be a list this line will continue: not final yet.
+        final = spans[:-2]
     rendered = [render_block(text[span.start : span.end]) for span in final[already:]]
-    tail = "" if complete or not spans else text[spans[-1].start :]
+    tail = "" if complete or not spans else text[spans[len(final)].start :]
     return RenderedText(rendered, tail, len(final))

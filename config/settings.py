@@ -96,6 +96,7 @@ INSTALLED_APPS = [
     "channels",
     "chat",
     "toolsets",
+    "toolsets.workspace",
 ]
 
 MIDDLEWARE = [
@@ -191,6 +192,10 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+
+if env_bool("TESSERA_FAST_PASSWORD_HASHER", False):
+    # Tests only: a deliberately weak hasher so creating users does not dominate test time.
+    PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 # --- Static files -----------------------------------------------------------------------------
 STATIC_URL = "static/"

@@ -34,7 +34,7 @@ def _clean_redis(redis_server: str) -> None:
     # mistaken for a new turn's.
     # Only Tessera's keys: Celery's queue bindings live in the same database.
     client = redis.from_url(redis_server)
-    keys = list(client.scan_iter("tessera:turn:*"))
+    keys = [*client.scan_iter("tessera:turn:*"), *client.scan_iter("tessera:rl:*")]
     if keys:
         client.delete(*keys)
 

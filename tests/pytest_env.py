@@ -17,6 +17,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 # Playwright's sync API and the ORM share the test thread in browser tests.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 os.environ.setdefault("TESSERA_PROVIDER_BACKOFF_S", "0.05")
+# Password hashing dominates test time; the stack subprocesses inherit this too.
+os.environ.setdefault("TESSERA_FAST_PASSWORD_HASHER", "true")
 
 
 def pytest_unconfigure(config: object) -> None:

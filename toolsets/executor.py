@@ -254,4 +254,5 @@ def _finish_record(record: ToolExecution, execution: Execution, attempts: int) -
 
 
 def _jsonable(value: Any) -> Any:
-    return json.loads(json.dumps(value, default=str))
+    # Strict JSON: PostgreSQL's jsonb rejects NaN/Infinity, which json.dumps emits by default.
+    return json.loads(json.dumps(value, default=str), parse_constant=str)

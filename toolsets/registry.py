@@ -14,6 +14,8 @@ from .base import Tool, Toolset, split_qualified_name
 
 TOOLSET_MODULES: list[str] = [
     "toolsets.clock_math",
+    "toolsets.exa",
+    "toolsets.workspace.tools",
 ]
 
 

@@ -10,7 +10,7 @@ import pytest
 from django.test import Client
 
 from toolsets import availability, registry
-from toolsets.base import Toolset, ToolFailure, tool
+from toolsets.base import ToolFailure, Toolset, tool
 from toolsets.models import ApiToken, ToolExecution, ToolsetConfig, UserToolsetConfig
 
 pytestmark = pytest.mark.django_db(transaction=True)

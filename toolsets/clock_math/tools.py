@@ -54,10 +54,20 @@ _BINARY = {
     ast.Pow: operator.pow,
 }
 _UNARY = {ast.UAdd: operator.pos, ast.USub: operator.neg}
+MAX_ROUND_DIGITS = 100
+
+
+def _round(value: Any, ndigits: Any = None) -> Any:
+    # round(1, -10**9) would compute 10**(10**9) while holding the GIL.
+    if ndigits is not None and abs(ndigits) > MAX_ROUND_DIGITS:
+        raise ValueError(f"round() takes at most {MAX_ROUND_DIGITS} digits")
+    return round(value, ndigits)
+
+
 _FUNCTIONS = {
     "sqrt": math.sqrt,
     "abs": abs,
-    "round": round,
+    "round": _round,
     "floor": math.floor,
     "ceil": math.ceil,
     "log": math.log,
@@ -70,6 +80,9 @@ _FUNCTIONS = {
 }
 _CONSTANTS = {"pi": math.pi, "e": math.e}
 MAX_EXPONENT = 1000
+# About 3,000 digits: past any real calculation, below Python's int-to-str limit (4,300 digits),
+# and small enough that no chain of operations on such numbers can stall the worker.
+MAX_BITS = 10_000
 MAX_LENGTH = 500
 
 
@@ -93,10 +106,15 @@ def _eval(node: ast.AST) -> Any:
         left, right = _eval(node.left), _eval(node.right)
         if isinstance(node.op, ast.Pow) and abs(right) > MAX_EXPONENT:
             raise ValueError(f"Exponent larger than {MAX_EXPONENT}")
+        # A small exponent on a big base is still huge: ((9^999)^999)^999 never finishes.
+        if isinstance(node.op, ast.Pow) and isinstance(left, int) and (abs(left).bit_length() - 1) * right > MAX_BITS:
+            raise ValueError("Result too large")
         try:
-            return _BINARY[type(node.op)](left, right)
+            return _checked(_BINARY[type(node.op)](left, right))
         except ZeroDivisionError:
             raise ValueError("Division by zero") from None
+        except OverflowError:
+            raise ValueError("Result too large") from None
     if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
         return _UNARY[type(node.op)](_eval(node.operand))
     if isinstance(node, ast.Name) and node.id in _CONSTANTS:
@@ -107,8 +125,21 @@ def _eval(node: ast.AST) -> Any:
         and node.func.id in _FUNCTIONS
         and not node.keywords
     ):
-        return _FUNCTIONS[node.func.id](*(_eval(arg) for arg in node.args))
+        try:
+            return _checked(_FUNCTIONS[node.func.id](*(_eval(arg) for arg in node.args)))
+        except OverflowError:
+            raise ValueError("Result too large") from None
     raise ValueError(f"Unsupported element in expression: {ast.dump(node)[:60]}")
+
+
+def _checked(value: Any) -> Any:
+    if isinstance(value, int) and value.bit_length() > MAX_BITS:
+        raise ValueError("Result too large")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError("Result is not a finite number")
+    if isinstance(value, complex):
+        raise ValueError("Result is not a real number")
+    return value
 
 
 @tool(

@@ -1,0 +1,383 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.db import connection
+from django.test import Client
+from django.urls import reverse
+
+from chat import live
+from chat.models import Chat, LLMModel, Message, Turn
+
+pytestmark = pytest.mark.django_db
+
+POST_VIEWS = ["chat:send", "chat:stop", "chat:rename", "chat:delete", "chat:model"]
+
+
+@pytest.fixture
+def chat(user: Any, demo_model: LLMModel) -> Chat:
+    return Chat.objects.create(owner=user, model=demo_model)
+
+
+@pytest.fixture
+def owner(client: Client, user: Any) -> Client:
+    client.force_login(user)
+    return client
+
+
+def _url(name: str, chat: Chat) -> str:
+    return reverse(name, args=[chat.pk])
+
+
+# --- authentication and ownership ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("method", "name", "with_chat"),
+    [
+        ("get", "chat:home", False),
+        ("post", "chat:create", False),
+        ("get", "chat:detail", True),
+        *[("post", name, True) for name in POST_VIEWS],
+    ],
+)
+def test_anonymous_user_is_sent_to_login(client: Client, chat: Chat, method: str, name: str, with_chat: bool) -> None:
+    url = reverse(name, args=[chat.pk] if with_chat else [])
+
+    response = client.get(url) if method == "get" else client.post(url, {"content": "hi", "title": "x"})
+
+    assert response.status_code == 302
+    assert response["Location"] == f"{reverse('login')}?next={url}"
+    assert not Message.objects.exists()
+    assert Chat.objects.filter(pk=chat.pk, title="").exists()
+
+
+def test_another_users_chat_page_is_not_found(client: Client, other_user: Any, chat: Chat) -> None:
+    client.force_login(other_user)
+
+    assert client.get(_url("chat:detail", chat)).status_code == 404
+
+
+@pytest.mark.parametrize("name", POST_VIEWS)
+def test_another_user_cannot_act_on_a_chat(
+    client: Client, other_user: Any, chat: Chat, demo_model: LLMModel, name: str
+) -> None:
+    turn = Turn.objects.create(chat=chat, model=demo_model)
+    client.force_login(other_user)
+
+    response = client.post(_url(name, chat), {"content": "hi", "title": "Mine now", "model": demo_model.pk})
+
+    assert response.status_code == 404
+    chat.refresh_from_db()
+    assert chat.title == ""
+    assert not Message.objects.exists()
+    assert Turn.objects.get(pk=turn.pk).status == Turn.Status.QUEUED
+
+
+def test_the_sidebar_lists_only_my_chats(owner: Client, other_user: Any, chat: Chat) -> None:
+    chat.title = "My chat"
+    chat.save()
+    Chat.objects.create(owner=other_user, title="Mallory's secret plans")
+
+    content = owner.get(reverse("chat:home")).content.decode()
+
+    assert "My chat" in content
+    assert "secret plans" not in content
+
+
+# --- sending -------------------------------------------------------------------------------
+
+
+def test_send_creates_a_user_message_and_a_queued_turn(
+    owner: Client, chat: Chat, django_capture_on_commit_callbacks: Any
+) -> None:
+    with django_capture_on_commit_callbacks() as callbacks:
+        response = owner.post(_url("chat:send", chat), {"content": "  What time is it in Tokyo?  "})
+
+    assert response.status_code == 200
+    message = Message.objects.get(chat=chat)
+    assert message.role == Message.Role.USER
+    assert message.content == "What time is it in Tokyo?"
+    turn = Turn.objects.get(chat=chat)
+    assert message.turn == turn
+    assert turn.status == Turn.Status.QUEUED
+    assert turn.model == chat.model
+    # The worker is asked to run the turn once the transaction commits.
+    assert len(callbacks) == 1
+    html = response.content.decode()
+    assert "What time is it in Tokyo?" in html
+    assert f'id="turn-{turn.pk}"' in html
+
+
+def test_first_message_sets_the_title(owner: Client, chat: Chat) -> None:
+    response = owner.post(_url("chat:send", chat), {"content": "Plan a\n\ntrip   to Kyoto"})
+
+    chat.refresh_from_db()
+    assert chat.title == "Plan a trip to Kyoto"
+    # The sidebar link is updated out of band.
+    assert f'id="chat-link-{chat.pk}"' in response.content.decode()
+
+
+def test_long_first_message_is_truncated_for_the_title(owner: Client, chat: Chat) -> None:
+    owner.post(_url("chat:send", chat), {"content": "word " * 30})
+
+    chat.refresh_from_db()
+    assert len(chat.title) <= 60
+    assert chat.title.endswith("…")
+    assert chat.title.startswith("word word")
+
+
+def test_a_sixty_character_message_is_the_title_as_is(owner: Client, chat: Chat) -> None:
+    owner.post(_url("chat:send", chat), {"content": "x" * 60})
+
+    chat.refresh_from_db()
+    assert chat.title == "x" * 60
+
+
+def test_later_messages_keep_the_title(owner: Client, chat: Chat) -> None:
+    chat.title = "Kept"
+    chat.save()
+
+    response = owner.post(_url("chat:send", chat), {"content": "Another question"})
+
+    chat.refresh_from_db()
+    assert chat.title == "Kept"
+    assert "chat-link-" not in response.content.decode()
+
+
+@pytest.mark.parametrize("content", ["", "   \n\t "])
+def test_empty_message_is_rejected(owner: Client, chat: Chat, content: str) -> None:
+    response = owner.post(_url("chat:send", chat), {"content": content})
+
+    assert response.status_code == 400
+    assert not Turn.objects.exists()
+    assert not Message.objects.exists()
+
+
+@pytest.mark.parametrize("status", [Turn.Status.QUEUED, Turn.Status.RUNNING])
+def test_sending_while_a_turn_is_active_is_a_conflict(owner: Client, chat: Chat, status: str) -> None:
+    Turn.objects.create(chat=chat, status=status)
+
+    response = owner.post(_url("chat:send", chat), {"content": "Hello again"})
+
+    assert response.status_code == 409
+    assert Turn.objects.count() == 1
+    assert not Message.objects.exists()
+
+
+def test_sending_after_a_finished_turn_is_allowed(owner: Client, chat: Chat) -> None:
+    Turn.objects.create(chat=chat, status=Turn.Status.COMPLETED)
+
+    assert owner.post(_url("chat:send", chat), {"content": "Next"}).status_code == 200
+    assert Turn.objects.filter(status=Turn.Status.QUEUED).count() == 1
+
+
+def test_send_requires_post(owner: Client, chat: Chat) -> None:
+    assert owner.get(_url("chat:send", chat)).status_code == 405
+
+
+def test_create_chat_with_a_first_message_starts_a_turn(owner: Client, user: Any, demo_model: LLMModel) -> None:
+    response = owner.post(reverse("chat:create"), {"content": "Hello"}, headers={"HX-Request": "true"})
+
+    chat = Chat.objects.get(owner=user)
+    assert response["HX-Redirect"] == _url("chat:detail", chat)
+    assert chat.title == "Hello"
+    assert chat.model == demo_model
+    assert Turn.objects.get(chat=chat).status == Turn.Status.QUEUED
+
+
+# --- stop, rename, delete, model ------------------------------------------------------------
+
+
+def test_stop_cancels_a_queued_turn(owner: Client, chat: Chat) -> None:
+    turn = Turn.objects.create(chat=chat)
+
+    response = owner.post(_url("chat:stop", chat))
+
+    assert response.status_code == 204
+    turn.refresh_from_db()
+    assert turn.status == Turn.Status.CANCELLED
+
+
+def test_stop_asks_the_worker_to_stop_a_running_turn(owner: Client, chat: Chat) -> None:
+    turn = Turn.objects.create(chat=chat, status=Turn.Status.RUNNING)
+
+    owner.post(_url("chat:stop", chat))
+
+    turn.refresh_from_db()
+    assert turn.status == Turn.Status.RUNNING  # the worker closes it
+    assert live.sync_client().exists(live.key(turn.pk, "cancel"))
+
+
+def test_stop_leaves_finished_turns_alone(owner: Client, chat: Chat) -> None:
+    turn = Turn.objects.create(chat=chat, status=Turn.Status.COMPLETED)
+
+    owner.post(_url("chat:stop", chat))
+
+    turn.refresh_from_db()
+    assert turn.status == Turn.Status.COMPLETED
+
+
+def test_rename_sets_a_clean_title(owner: Client, chat: Chat) -> None:
+    response = owner.post(_url("chat:rename", chat), {"title": "  Trip\n to   Kyoto "})
+
+    assert response.status_code == 200
+    chat.refresh_from_db()
+    assert chat.title == "Trip to Kyoto"
+    assert "Trip to Kyoto" in response.content.decode()
+
+
+def test_rename_to_blank_keeps_the_title(owner: Client, chat: Chat) -> None:
+    chat.title = "Original"
+    chat.save()
+
+    owner.post(_url("chat:rename", chat), {"title": "   "})
+
+    chat.refresh_from_db()
+    assert chat.title == "Original"
+
+
+def test_delete_removes_the_chat_and_its_messages(owner: Client, chat: Chat) -> None:
+    owner.post(_url("chat:send", chat), {"content": "Hello"})
+
+    response = owner.post(_url("chat:delete", chat))
+
+    assert response["HX-Redirect"] == reverse("chat:home")
+    assert not Chat.objects.filter(pk=chat.pk).exists()
+    assert not Message.objects.exists()
+    assert not Turn.objects.exists()
+
+
+def test_set_model_switches_to_an_enabled_model(owner: Client, chat: Chat) -> None:
+    other = LLMModel.objects.create(name="Other", model="openai/gpt-4o")
+
+    response = owner.post(_url("chat:model", chat), {"model": other.pk})
+
+    assert response.status_code == 204
+    chat.refresh_from_db()
+    assert chat.model == other
+
+
+def test_set_model_refuses_a_disabled_model(owner: Client, chat: Chat, demo_model: LLMModel) -> None:
+    disabled = LLMModel.objects.create(name="Off", model="openai/gpt-4o", enabled=False)
+
+    response = owner.post(_url("chat:model", chat), {"model": disabled.pk})
+
+    assert response.status_code == 404
+    chat.refresh_from_db()
+    assert chat.model == demo_model
+
+
+# --- the chat page ----------------------------------------------------------------------------
+
+
+def test_chat_page_shows_the_conversation(owner: Client, chat: Chat) -> None:
+    owner.post(_url("chat:send", chat), {"content": "What is 2 + 2?"})
+    turn = Turn.objects.get(chat=chat)
+
+    response = owner.get(_url("chat:detail", chat))
+
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "What is 2 + 2?" in html
+    assert f'id="turn-{turn.pk}"' in html
+
+
+def test_chat_page_escapes_user_messages(owner: Client, chat: Chat) -> None:
+    payload = "<script>alert(1)</script>"
+    owner.post(_url("chat:send", chat), {"content": payload})
+
+    html = owner.get(_url("chat:detail", chat)).content.decode()
+
+    assert payload not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+def test_send_response_escapes_the_message(owner: Client, chat: Chat) -> None:
+    response = owner.post(_url("chat:send", chat), {"content": '<img src=x onerror="alert(1)">'})
+
+    html = response.content.decode()
+    assert "<img src=x" not in html
+    assert "&lt;img" in html
+
+
+# --- admin: API keys ----------------------------------------------------------------------------
+
+API_KEY = "sk-proj-plaintext-secret-7f3a"
+
+
+@pytest.fixture
+def admin_client(client: Client) -> Client:
+    admin = get_user_model().objects.create(username="root", is_staff=True, is_superuser=True)
+    client.force_login(admin)
+    return client
+
+
+@pytest.fixture
+def keyed_model() -> LLMModel:
+    return LLMModel.objects.create(name="GPT", model="openai/gpt-4o", api_key=API_KEY)
+
+
+def _admin_url(model: LLMModel) -> str:
+    return reverse("admin:chat_llmmodel_change", args=[model.pk])
+
+
+def _form_data(model: LLMModel, **overrides: Any) -> dict[str, Any]:
+    return {
+        "name": model.name,
+        "model": model.model,
+        "api_base": "",
+        "api_key": "",
+        "enabled": "on",
+        "extra_params": "{}",
+        "_save": "Save",
+        **overrides,
+    }
+
+
+def _stored_ciphertext(model: LLMModel) -> str:
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT api_key FROM {LLMModel._meta.db_table} WHERE id = %s", [model.pk])
+        return str(cursor.fetchone()[0])
+
+
+def test_admin_change_form_never_shows_the_api_key(admin_client: Client, keyed_model: LLMModel) -> None:
+    response = admin_client.get(_admin_url(keyed_model))
+
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert API_KEY not in html
+    assert _stored_ciphertext(keyed_model) not in html
+    assert "••••7f3a" in html
+
+
+def test_admin_list_shows_the_key_masked(admin_client: Client, keyed_model: LLMModel) -> None:
+    html = admin_client.get(reverse("admin:chat_llmmodel_changelist")).content.decode()
+
+    assert API_KEY not in html
+    assert "••••7f3a" in html
+
+
+def test_admin_blank_key_keeps_the_stored_key(admin_client: Client, keyed_model: LLMModel) -> None:
+    response = admin_client.post(_admin_url(keyed_model), _form_data(keyed_model, name="GPT-4o"))
+
+    assert response.status_code == 302
+    keyed_model.refresh_from_db()
+    assert keyed_model.name == "GPT-4o"
+    assert keyed_model.api_key == API_KEY
+
+
+def test_admin_new_key_replaces_the_stored_key(admin_client: Client, keyed_model: LLMModel) -> None:
+    admin_client.post(_admin_url(keyed_model), _form_data(keyed_model, api_key="sk-new-key-0000"))
+
+    keyed_model.refresh_from_db()
+    assert keyed_model.api_key == "sk-new-key-0000"
+
+
+def test_admin_clear_removes_the_stored_key(admin_client: Client, keyed_model: LLMModel) -> None:
+    admin_client.post(_admin_url(keyed_model), _form_data(keyed_model, clear_api_key="on"))
+
+    keyed_model.refresh_from_db()
+    assert keyed_model.api_key == ""
