@@ -73,6 +73,7 @@ class Chat(models.Model):
     model = models.ForeignKey(LLMModel, null=True, blank=True, on_delete=models.SET_NULL, related_name="chats")
     # {toolset_id: [tool names]}; the tools the agent may use in this chat.
     enabled_tools = models.JSONField(default=dict, blank=True)
+    limit_tool_iterations = models.BooleanField(default=True)
     max_tool_iterations = models.PositiveSmallIntegerField(default=5)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -87,6 +88,44 @@ class Chat(models.Model):
     @property
     def display_title(self) -> str:
         return self.title or "New chat"
+
+
+class AppSettings(models.Model):
+    """Site-wide settings an admin edits in Django admin (a single row)."""
+
+    default_max_tool_iterations = models.PositiveSmallIntegerField(
+        default=5, help_text="Tool steps per answer for new chats."
+    )
+    max_tool_iterations_cap = models.PositiveSmallIntegerField(
+        default=25, help_text="The most tool steps per answer any chat may allow."
+    )
+
+    class Meta:
+        verbose_name = verbose_name_plural = "app settings"
+
+    def __str__(self) -> str:
+        return "App settings"
+
+    @classmethod
+    def load(cls) -> AppSettings:
+        obj, _ = cls.objects.get_or_create(pk=1)
+        return obj
+
+    def effective_iterations(self, chat: Chat) -> int:
+        """The limit a turn runs with: the chat's own number when its limit is on, else the cap."""
+        cap = max(1, self.max_tool_iterations_cap)
+        return min(chat.max_tool_iterations, cap) if chat.limit_tool_iterations else cap
+
+
+class UserChatDefaults(models.Model):
+    """What a user's next new chat starts with: their last tool selection."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="chat_defaults")
+    enabled_tools = models.JSONField(default=dict, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"Chat defaults of {self.user}"
 
 
 class Turn(models.Model):

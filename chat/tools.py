@@ -13,11 +13,6 @@ from toolsets.base import qualified_name
 from toolsets.registry import all_toolsets
 
 
-def default_selection() -> dict[str, list[str]]:
-    """What a brand-new user's chat starts with: every tool of the toolsets needing no key."""
-    return {ts.id: [t.name for t in ts.tools] for ts in all_toolsets().values() if not ts.needs_api_key}
-
-
 class ChatToolBox:
     def __init__(self, *, user_id: int, turn_id: int, selection: dict[str, list[str]]) -> None:
         self.user_id = user_id

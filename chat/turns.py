@@ -21,7 +21,7 @@ from chat.agent.llm import LiteLLMModel, ModelConfig
 from chat.agent.loop import Agent, CancelToken, Outcome
 
 from . import live
-from .models import LLMModel, Message, Turn
+from .models import AppSettings, LLMModel, Message, Turn
 from .prompts import system_prompt
 from .streaming import TurnSink, render
 from .tools import ChatToolBox
@@ -105,7 +105,8 @@ async def _run_claimed(turn: Turn, redis: Any) -> None:
                 backoff_s=settings.TESSERA["PROVIDER_BACKOFF_S"],
             )
         )
-        agent = Agent(model, toolbox, sink, cancel, max_iterations=chat.max_tool_iterations)
+        app = await sync_to_async(AppSettings.load, thread_sensitive=False)()
+        agent = Agent(model, toolbox, sink, cancel, max_iterations=app.effective_iterations(chat))
         prompt = {"role": "system", "content": system_prompt(timezone.now())}
         outcome = await agent.run([prompt, *messages])
         await sink.finish(outcome)

@@ -16,9 +16,9 @@ from django_htmx.http import HttpResponseClientRedirect
 from toolsets.models import ToolExecution
 
 from . import live, presenters
-from .models import Chat, LLMModel, Message, Turn
+from . import selection as sel
+from .models import AppSettings, Chat, LLMModel, Message, Turn, UserChatDefaults
 from .tasks import run_turn
-from .tools import default_selection
 from .turns import check_abandoned
 
 TITLE_LENGTH = 60
@@ -76,6 +76,7 @@ def _models() -> Any:
 @login_required
 @require_GET
 def home(request: HttpRequest) -> HttpResponse:
+    defaults = _defaults(request)
     return render(
         request,
         "chat/page.html",
@@ -85,6 +86,7 @@ def home(request: HttpRequest) -> HttpResponse:
             "exchanges": [],
             "models": _models(),
             "current_model": LLMModel.default(),
+            **_popover_context(request, sel.clean(defaults.enabled_tools), reverse("chat:default_tools")),
         },
     )
 
@@ -102,6 +104,8 @@ def chat_detail(request: HttpRequest, chat_id: int) -> HttpResponse:
             "exchanges": _exchanges(chat),
             "models": _models(),
             "current_model": chat.model or LLMModel.default(),
+            "cap": AppSettings.load().max_tool_iterations_cap,
+            **_popover_context(request, sel.clean(chat.enabled_tools), reverse("chat:tools", args=[chat.pk])),
         },
     )
 
@@ -133,11 +137,12 @@ def create_chat(request: HttpRequest) -> HttpResponse:
     content = _clean_message(request)
     model_id = request.POST.get("model")
     model = LLMModel.objects.filter(pk=model_id, enabled=True).first() if model_id else None
-    previous = Chat.objects.filter(owner=request.user).only("enabled_tools").first()
+    app = AppSettings.load()
     chat = Chat.objects.create(
         owner=request.user,
         model=model or LLMModel.default(),
-        enabled_tools=previous.enabled_tools if previous else default_selection(),
+        enabled_tools=sel.clean(_defaults(request).enabled_tools),
+        max_tool_iterations=min(app.default_max_tool_iterations, app.max_tool_iterations_cap),
     )
     if content:
         _start_turn(chat, content)
@@ -206,3 +211,74 @@ def set_model(request: HttpRequest, chat_id: int) -> HttpResponse:
     chat.model = model
     chat.save(update_fields=["model", "updated_at"])
     return HttpResponse(status=204)
+
+
+def _defaults(request: HttpRequest) -> UserChatDefaults:
+    defaults, _ = UserChatDefaults.objects.get_or_create(
+        user=request.user, defaults={"enabled_tools": sel.default_selection()}
+    )
+    return defaults
+
+
+def _popover_context(request: HttpRequest, selection: sel.Selection, tools_url: str, **extra: Any) -> dict[str, Any]:
+    rows = sel.popover_rows(request.user.pk, selection, extra.pop("expanded", None))
+    return {"rows": rows, "badge": sel.badge_count(rows), "tools_url": tools_url, **extra}
+
+
+def _save_tools(request: HttpRequest, previous: sel.Selection, tools_url: str, chat: Chat | None) -> HttpResponse:
+    rows = sel.popover_rows(request.user.pk, previous)
+    usable = {row.id for row in rows if row.usable}
+    selection = sel.from_form(request.POST.getlist("tools"), previous, usable)
+    if chat is not None:
+        chat.enabled_tools = selection
+        chat.save(update_fields=["enabled_tools", "updated_at"])
+    # The last selection anywhere is what the next new chat starts with.
+    UserChatDefaults.objects.update_or_create(user=request.user, defaults={"enabled_tools": selection})
+    expanded = set(request.POST.getlist("expanded"))
+    context = _popover_context(request, selection, tools_url, expanded=expanded, oob_badge=True)
+    return render(request, "chat/_toolsets_popover.html", context)
+
+
+@login_required
+@require_POST
+def update_tools(request: HttpRequest, chat_id: int) -> HttpResponse:
+    chat = _get_chat_for_user(request, chat_id)
+    return _save_tools(request, sel.clean(chat.enabled_tools), reverse("chat:tools", args=[chat.pk]), chat)
+
+
+@login_required
+@require_POST
+def update_default_tools(request: HttpRequest) -> HttpResponse:
+    return _save_tools(request, sel.clean(_defaults(request).enabled_tools), reverse("chat:default_tools"), None)
+
+
+@login_required
+@require_POST
+def update_settings(request: HttpRequest, chat_id: int) -> HttpResponse:
+    chat = _get_chat_for_user(request, chat_id)
+    cap = AppSettings.load().max_tool_iterations_cap
+    error = ""
+    model = LLMModel.objects.filter(pk=request.POST.get("model"), enabled=True).first()
+    if model is not None:
+        chat.model = model
+    chat.limit_tool_iterations = request.POST.get("limit_tool_iterations") in ("on", "true", "1")
+    raw = request.POST.get("max_tool_iterations")
+    if raw is not None:  # a disabled input is not submitted: keep the number
+        try:
+            value = int(raw)
+        except ValueError:
+            value = 0
+        if 1 <= value <= cap:
+            chat.max_tool_iterations = value
+        else:
+            error = f"Choose a number from 1 to {cap}."
+    chat.save(update_fields=["model", "limit_tool_iterations", "max_tool_iterations", "updated_at"])
+    context = {
+        "chat": chat,
+        "models": _models(),
+        "current_model": chat.model or LLMModel.default(),
+        "cap": cap,
+        "error": error,
+        "saved": not error,
+    }
+    return render(request, "chat/_settings_panel.html", context)

@@ -15,6 +15,7 @@ from .base import Tool, Toolset, split_qualified_name
 TOOLSET_MODULES: list[str] = [
     "toolsets.clock_math",
     "toolsets.exa",
+    "toolsets.web",
     "toolsets.workspace.tools",
 ]
 

@@ -13,6 +13,72 @@
 
   function $(sel, root) { return (root || document).querySelector(sel); }
 
+  // --- Toolsets popover ------------------------------------------------------------------------
+  function popover() { return document.getElementById("toolsets-popover"); }
+  function trigger() { return document.querySelector(".tsp-trigger"); }
+  function setPopover(open) {
+    var pop = popover(), btn = trigger();
+    if (!pop || !btn) return;
+    pop.hidden = !open;
+    btn.setAttribute("aria-expanded", open ? "true" : "false");
+    if (open) {
+      var first = pop.querySelector("input:not([disabled]), button, a");
+      if (first) first.focus();
+    }
+  }
+  // Checkbox indeterminate is a property, not an attribute: apply it after every render.
+  function applyTriState(root) {
+    (root || document).querySelectorAll(".tsp-toolset-check").forEach(function (box) {
+      box.indeterminate = box.hasAttribute("data-indeterminate");
+    });
+  }
+  document.addEventListener("click", function (e) {
+    if (e.target.closest(".tsp-trigger")) {
+      setPopover(popover().hidden);
+      return;
+    }
+    var expand = e.target.closest(".tsp-expand");
+    if (expand) {
+      var item = expand.closest(".tsp-item");
+      var list = item.querySelector(".tsp-tools");
+      var open = list.hidden;
+      list.hidden = !open;
+      expand.setAttribute("aria-expanded", open ? "true" : "false");
+      // Remembered across the re-render that follows each save.
+      var marker = list.querySelector('input[name="expanded"]');
+      if (open && !marker) {
+        marker = document.createElement("input");
+        marker.type = "hidden"; marker.name = "expanded"; marker.value = item.dataset.toolset;
+        list.prepend(marker);
+      } else if (!open && marker) {
+        marker.remove();
+      }
+      return;
+    }
+    var pop = popover();
+    if (pop && !pop.hidden && !e.target.closest("#tsp")) setPopover(false);
+  });
+  // Capture phase: runs before htmx sends the form, so the tool boxes already reflect a click on
+  // the toolset's box (checked or mixed → all on; unchecked → all off).
+  document.addEventListener("change", function (e) {
+    var box = e.target;
+    if (!box.classList || !box.classList.contains("tsp-toolset-check")) return;
+    box.closest(".tsp-item").querySelectorAll('input[name="tools"]:not([disabled])').forEach(function (t) {
+      t.checked = box.checked;
+    });
+  }, true);
+
+  // --- Chat settings panel ----------------------------------------------------------------------
+  function toggleSettings() {
+    var panel = document.getElementById("settings-panel");
+    if (!panel) return;
+    panel.hidden = !panel.hidden;
+    document.querySelectorAll('[data-action="toggle-settings"]').forEach(function (b) {
+      b.setAttribute("aria-expanded", panel.hidden ? "false" : "true");
+    });
+    document.body.classList.toggle("settings-open", !panel.hidden);
+  }
+
   // --- Theme ----------------------------------------------------------------------------------
   function currentTheme() {
     var t = document.documentElement.dataset.theme;
@@ -27,6 +93,8 @@
       var next = currentTheme() === "dark" ? "light" : "dark";
       document.documentElement.dataset.theme = next;
       try { localStorage.setItem("tessera-theme", next); } catch (err) { /* ignore */ }
+    } else if (action === "toggle-settings") {
+      toggleSettings();
     } else if (action === "open-sidebar") {
       document.body.classList.add("sidebar-open");
     } else if (action === "close-sidebar") {
@@ -107,6 +175,12 @@
   });
   document.addEventListener("keydown", function (e) {
     var el = input();
+    if (e.key === "Escape" && popover() && !popover().hidden) {
+      e.preventDefault();
+      setPopover(false);
+      trigger().focus();
+      return;
+    }
     if (e.key === "Escape" && isRunning()) {
       var stop = document.querySelector(".stop-btn");
       if (stop) { e.preventDefault(); htmx.trigger(stop, "click"); stop.click(); }
@@ -142,6 +216,7 @@
       showError((xhr && xhr.status && xhr.responseText && xhr.responseText.length < 300) ? xhr.responseText : "Could not send the message. Check your connection and try again.");
     }
   });
+  document.addEventListener("htmx:afterSettle", function () { applyTriState(); });
   document.addEventListener("htmx:afterSwap", function (e) {
     if (e.detail.target && e.detail.target.id === "messages") {
       // A new turn arrived from the POST: ask the socket for its state in case the worker was
@@ -159,6 +234,7 @@
 
   document.addEventListener("DOMContentLoaded", function () {
     updateRunning();
+    applyTriState();
     scrollToBottom();
     autosize();
     var el = input();

@@ -16,7 +16,7 @@ from django.test import Client
 
 from chat.models import Chat, Message, Turn
 from chat.rendering import render_text
-from chat.tools import default_selection
+from chat.selection import default_selection
 from toolsets.models import ToolExecution
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]

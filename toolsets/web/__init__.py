@@ -1,0 +1,3 @@
+from .tools import toolset
+
+__all__ = ["toolset"]
