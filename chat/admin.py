@@ -6,7 +6,7 @@ from django.contrib import admin
 from django.db import transaction
 from django.http import HttpRequest
 
-from .models import Chat, LLMModel, Message, Turn
+from .models import AppSettings, Chat, LLMModel, Message, Turn
 from .secrets_form import SecretFieldsMixin
 
 
@@ -86,3 +86,14 @@ class MessageAdmin(admin.ModelAdmin):
     @admin.display(description="content")
     def short(self, obj: Message) -> str:
         return obj.content[:80]
+
+
+@admin.register(AppSettings)
+class AppSettingsAdmin(admin.ModelAdmin):
+    list_display = ["__str__", "default_max_tool_iterations", "max_tool_iterations_cap"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return not AppSettings.objects.exists()
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

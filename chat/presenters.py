@@ -11,15 +11,19 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from django.urls import reverse
+
+from toolsets.availability import DISABLED_BY_ADMIN
 from toolsets.base import humanize, split_qualified_name
 from toolsets.registry import get_toolset, resolve
 
+from . import summaries
 from .rendering import render_text
 
 RESULT_DISPLAY_LIMIT = 20_000
 STATUS_LABELS = {
-    "pending": "Preparing…",
-    "calling": "Calling…",
+    "pending": "Calling...",
+    "calling": "Calling...",
     "success": "Completed",
     "error": "Error",
     "cancelled": "Stopped",
@@ -27,15 +31,25 @@ STATUS_LABELS = {
 
 
 def tool_display_name(name: str) -> str:
+    """ "Exa: Search"; for a tool nobody registered, a readable name derived from its own."""
     found = resolve(name)
     if found:
         toolset, tool = found
-        return f"{toolset.name}: {tool.display_name}"
+        return f"{toolset.label}: {tool.display_name}"
     parts = split_qualified_name(name)
     if parts:
         toolset = get_toolset(parts[0])
-        return f"{toolset.name if toolset else humanize(parts[0])}: {humanize(parts[1])}"
+        return f"{toolset.label if toolset else humanize(parts[0])}: {humanize(parts[1])}"
     return humanize(name) or "Tool"
+
+
+def _connect(name: str, error_type: str, error: str) -> tuple[str, str]:
+    """The "Connect <toolset>" action on an error card whose toolset the user must set up."""
+    parts = split_qualified_name(name)
+    toolset = get_toolset(parts[0]) if parts else None
+    if toolset is None or error_type != "permission_denied" or DISABLED_BY_ADMIN in error:
+        return "", ""
+    return reverse("toolsets:settings") + f"#toolset-{toolset.id}", f"Connect {toolset.label}"
 
 
 def pretty_json(value: Any) -> str:
@@ -60,22 +74,40 @@ def card(
     error: str = "",
     error_type: str = "",
     duration_ms: int | None = None,
+    progress_text: str = "",
+    progress_percent: float | None = None,
+    execution_id: int | None = None,
 ) -> dict[str, Any]:
+    found = resolve(name)
+    tool = found[1] if found else None
+    display_name = tool_display_name(name)
     result_text = "" if result is None else pretty_json(result)
     truncated = len(result_text) > RESULT_DISPLAY_LIMIT
+    if status in ("pending", "calling"):
+        summary = progress_text or summaries.status_text(tool, display_name, arguments if status == "calling" else None)
+    elif status == "success":
+        summary = summaries.summarize(tool, result)
+    else:
+        summary = summaries.summarize_error(error) if error else "Stopped"
+    connect_url, connect_label = _connect(name, error_type, error) if status == "error" else ("", "")
     return {
         "dom_id": f"card-{turn_id}-{step}-{position}",
         "name": name,
         "call_id": call_id,
-        "display_name": tool_display_name(name),
+        "display_name": display_name,
         "status": status,
         "status_label": STATUS_LABELS.get(status, status),
+        "summary": summary,
         "arguments": "" if arguments in (None, "") else pretty_json(arguments),
         "result": result_text[:RESULT_DISPLAY_LIMIT],
         "result_truncated": truncated,
+        "full_result_url": reverse("toolsets:execution", args=[execution_id]) if truncated and execution_id else "",
         "error": error,
         "error_type": error_type,
         "duration_ms": duration_ms,
+        "progress_percent": None if progress_percent is None else max(0, min(100, round(progress_percent))),
+        "connect_url": connect_url,
+        "connect_label": connect_label,
     }
 
 
@@ -170,4 +202,5 @@ def card_from_execution(
         error=execution.error,
         error_type=execution.error_type,
         duration_ms=execution.duration_ms,
+        execution_id=execution.pk,
     )

@@ -32,6 +32,7 @@ from .models import Message, Turn
 from .rendering import render_text
 
 log = logging.getLogger(__name__)
+PROGRESS_INTERVAL_S = 0.2
 
 
 @cache
@@ -70,6 +71,7 @@ class TurnSink:
         self._lock = asyncio.Lock()
         self.first_token_at: float | None = None
         self.toolbox: Any = None
+        self._progress_sent: dict[tuple[int, int], float] = {}
 
     # --- helpers ---------------------------------------------------------------------------
     def _step(self, index: int) -> dict[str, Any]:
@@ -209,9 +211,35 @@ class TurnSink:
             error=data.get("error_message") or (result.content.removeprefix("Error: ") if result.is_error else ""),
             error_type=data.get("error_type", ""),
             duration_ms=data.get("duration_ms"),
+            execution_id=data.get("execution_id"),
         )
         self._step(step)["cards"][position] = card
+        self._progress_sent.pop((step, position), None)
         await _save_tool_message(self.chat_id, self.turn_id, step, position, call.id, result)
+        await self.flush(render("chat/_tool_card.html", {"card": card, "oob": True}))
+
+    async def tool_progress(self, step: int, position: int, text: str, percent: float | None) -> None:
+        """A running tool's report; pushed at most every PROGRESS_INTERVAL_S per card."""
+        cards = self._step(step)["cards"]
+        if position >= len(cards) or cards[position]["status"] != "calling":
+            return  # the tool already finished; a late report must not undo that
+        now = time.monotonic()
+        if now - self._progress_sent.get((step, position), 0.0) < PROGRESS_INTERVAL_S and (percent or 0) < 100:
+            return
+        self._progress_sent[(step, position)] = now
+        old = cards[position]
+        card = presenters.card(
+            self.turn_id,
+            step,
+            position,
+            name=old["name"],
+            call_id=old["call_id"],
+            arguments=old["arguments"],
+            status="calling",
+            progress_text=text,
+            progress_percent=percent,
+        )
+        cards[position] = card
         await self.flush(render("chat/_tool_card.html", {"card": card, "oob": True}))
 
     async def system_message(self, step: int, content: str) -> None:

@@ -3,6 +3,8 @@ shared executor."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from django.conf import settings
@@ -20,6 +22,8 @@ class ChatToolBox:
         self.selection = selection or {}
         self._positions: dict[str, tuple[int, int]] = {}
         self._specs: list[dict[str, Any]] = []
+        # Set by the turn runner: where a tool's progress reports go (step, position, text, %).
+        self.on_progress: Callable[[int, int, str, float | None], Awaitable[None]] | None = None
         # Selected toolsets that are not usable right now, as "Name (reason)".
         self.skipped: list[str] = []
 
@@ -55,6 +59,18 @@ class ChatToolBox:
     def place(self, call_id: str, step: int, position: int) -> None:
         self._positions[call_id] = (step, position)
 
+    def _progress_reporter(self, step: int | None, position: int | None) -> Callable[[str, float | None], None]:
+        loop = asyncio.get_running_loop()
+
+        def report(text: str, percent: float | None = None) -> None:
+            # Sync tools run in a worker thread: hop back onto the turn's event loop.
+            if self.on_progress is None or step is None or position is None:
+                return
+            callback = self.on_progress
+            loop.call_soon_threadsafe(lambda: asyncio.ensure_future(callback(step, position, text, percent)))
+
+        return report
+
     async def run(self, call: ToolCall) -> ToolResult:
         step, position = self._positions.get(call.id, (None, None))
         execution = await executor.execute(
@@ -65,17 +81,17 @@ class ChatToolBox:
             turn_id=self.turn_id,
             step=step,
             position=position,
+            progress=self._progress_reporter(step, position),
         )
         content = execution.model_content(settings.TESSERA["TOOL_RESULT_MODEL_LIMIT"])
         data: dict[str, Any] = {
             "arguments": execution.arguments or call.arguments,
             "duration_ms": execution.duration_ms,
+            "execution_id": execution.record_id,
         }
         if execution.error is None:
             data["result"] = execution.result
         else:
-            data["error_message"] = execution.error.message + (
-                "\n" + "\n".join(execution.error.details) if execution.error.details else ""
-            )
+            data["error_message"] = execution.error.full_message
             data["error_type"] = execution.error.type
         return ToolResult(call.id, content, is_error=execution.error is not None, data=data)

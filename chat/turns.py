@@ -93,6 +93,7 @@ async def _run_claimed(turn: Turn, redis: Any) -> None:
         toolbox = ChatToolBox(user_id=chat.owner_id, turn_id=turn.pk, selection=chat.enabled_tools)
         await sync_to_async(toolbox.prepare, thread_sensitive=False)()
         sink.toolbox = toolbox
+        toolbox.on_progress = sink.tool_progress
         if toolbox.skipped:
             await sink.notice("skipped", "Not available for this answer: " + ", ".join(toolbox.skipped) + ".")
         model = LiteLLMModel(

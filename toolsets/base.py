@@ -81,6 +81,12 @@ class Toolset:
     setup: Callable[[int], None] | None = None
     # Default state for a user who has not touched the toolset in their settings.
     enabled_by_default: bool = True
+    # Shown before a tool's name on its card ("Exa: Search"); defaults to `name`.
+    short_name: str = ""
+
+    @property
+    def label(self) -> str:
+        return self.short_name or self.name
 
     def __post_init__(self) -> None:
         for tool in self.tools:

@@ -43,6 +43,10 @@ class ToolError:
     retryable: bool = False
     details: list[str] = field(default_factory=list)
 
+    @property
+    def full_message(self) -> str:
+        return "\n".join([self.message, *self.details])
+
     def as_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"type": self.type, "message": self.message, "retryable": self.retryable}
         if self.details:
@@ -248,7 +252,7 @@ def _finish_record(record: ToolExecution, execution: Execution, attempts: int) -
         record.result = _jsonable(execution.result)
     else:
         record.status = ToolExecution.Status.ERROR
-        record.error = execution.error.message
+        record.error = execution.error.full_message
         record.error_type = execution.error.type
     record.save(update_fields=["finished_at", "duration_ms", "attempts", "status", "result", "error", "error_type"])
 

@@ -122,6 +122,20 @@
     if (e.target === s) pinned = s.scrollHeight - s.scrollTop - s.clientHeight < 80;
   }, true);
 
+  // --- Tool cards: open while calling, closed when done, unless the reader opened it ------------
+  document.addEventListener("click", function (e) {
+    var summary = e.target.closest(".tool-card > summary");
+    if (summary) summary.parentElement.dataset.userToggled = "1";
+  });
+  document.addEventListener("htmx:oobBeforeSwap", function (e) {
+    var old = e.detail.target;
+    if (!old || !old.classList || !old.classList.contains("tool-card") || !old.dataset.userToggled) return;
+    var fresh = e.detail.fragment && (e.detail.fragment.firstElementChild || e.detail.fragment);
+    if (!fresh || !fresh.classList || !fresh.classList.contains("tool-card")) return;
+    fresh.dataset.userToggled = "1";
+    if (old.open) fresh.setAttribute("open", ""); else fresh.removeAttribute("open");
+  });
+
   // --- Sequence check ---------------------------------------------------------------------------
   // Every socket message starts with <!--seq TURN N-->. The turn element remembers the last N it
   // applied: older or repeated fragments (possible right after a reconnect) are dropped, and

@@ -29,7 +29,7 @@ from typing import Any
 import httpcore
 import pytest
 
-from toolsets.base import ToolFailure
+from toolsets.base import ToolContext, ToolFailure
 from toolsets.web import toolset
 from toolsets.web.safety import (
     IPAddress,
@@ -318,7 +318,7 @@ async def test_a_name_with_one_private_address_among_public_ones_is_refused(catc
 
 
 async def test_the_tool_itself_uses_the_strict_policy() -> None:
-    failure = await fails(fetch_page.func("http://[::ffff:169.254.169.254]/latest/meta-data/"))
+    failure = await fails(fetch_page.func(ToolContext(), "http://[::ffff:169.254.169.254]/latest/meta-data/"))
     assert failure.error_type == "permission_denied"
 
 
@@ -800,3 +800,15 @@ def test_summary_shows_title_and_size() -> None:
     assert fetch_page.summarize(result) == "“Hello” · 12 KB"
     untitled = {"url": "https://e.com/", "title": "", "text": "x" * 512, "truncated": True}
     assert fetch_page.summarize(untitled) == "e.com · 0.5 KB (truncated)"
+
+
+async def test_download_progress_is_reported(site: Server) -> None:
+    dns, internet = public_web(site)
+    reports: list[tuple[str, float | None]] = []
+    await fetch(
+        "http://public.test/article",
+        resolver=dns,
+        network_backend=internet,
+        progress=lambda text, percent=None: reports.append((text, percent)),
+    )
+    assert reports and reports[-1][0].startswith("Reading public.test")

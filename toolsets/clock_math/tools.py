@@ -159,6 +159,7 @@ def calculate(expression: Annotated[str, "Arithmetic expression, e.g. (3 + 4) * 
 toolset = Toolset(
     id="clock_math",
     name="Clock & math",
+    short_name="Clock & math",
     description="The current time in any timezone, and exact arithmetic.",
     tools=[current_time, calculate],
 )

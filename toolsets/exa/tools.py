@@ -226,6 +226,7 @@ async def answer(
 toolset = Toolset(
     id="exa",
     name="Exa web search",
+    short_name="Exa",
     description="Search the web, find similar pages, read pages and get cited answers with Exa.",
     needs_api_key=True,
     default_settings={"base_url": DEFAULT_BASE_URL},

@@ -6,6 +6,7 @@ import asyncio
 import codecs
 import re
 import ssl
+from collections.abc import Callable
 from html.parser import HTMLParser
 from typing import Annotated, Any
 from urllib.parse import urljoin, urlsplit
@@ -13,7 +14,7 @@ from urllib.parse import urljoin, urlsplit
 import httpcore
 import httpx
 
-from toolsets.base import ToolFailure, Toolset, tool
+from toolsets.base import ToolContext, ToolFailure, Toolset, tool
 
 from .safety import AddressCheck, Destination, PinnedTransport, Resolver, check_destination, default_check
 from .safety import system_resolver as default_resolver
@@ -33,6 +34,9 @@ HTML_TYPES = {"text/html", "application/xhtml+xml"}
 TEXT_TYPES = {"text/plain", "text/markdown", "text/x-markdown", "application/json"}
 
 
+Progress = Callable[[str, float | None], None]
+
+
 async def fetch(
     url: str,
     *,
@@ -44,6 +48,7 @@ async def fetch(
     max_chars: int = MAX_CHARS,
     max_redirects: int = MAX_REDIRECTS,
     deadline_s: float = DEADLINE_S,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Fetches `url`, following up to `max_redirects` redirects, each hop checked again.
 
@@ -55,7 +60,7 @@ async def fetch(
             target = url
             for _ in range(max_redirects + 1):
                 destination = await check_destination(target, resolver=resolver, check=check)
-                result = await _get(destination, network_backend, ssl_context, max_bytes, max_chars)
+                result = await _get(destination, network_backend, ssl_context, max_bytes, max_chars, progress)
                 if isinstance(result, dict):
                     return result
                 target = result
@@ -72,6 +77,7 @@ async def _get(
     ssl_context: ssl.SSLContext | None,
     max_bytes: int,
     max_chars: int,
+    progress: Progress | None = None,
 ) -> dict[str, Any] | str:
     """One hop: the page, or the URL a redirect points to."""
     transport = PinnedTransport(destination, ssl_context=ssl_context, network_backend=network_backend)
@@ -93,7 +99,7 @@ async def _get(
                     f"Unsupported content type {media_type or '(none)'}: only HTML, plain text, Markdown "
                     "and JSON can be read."
                 )
-            body, truncated = await _read_capped(response, max_bytes)
+            body, truncated = await _read_capped(response, max_bytes, progress)
     except httpx.TimeoutException as exc:
         raise ToolFailure(
             f"{host} did not answer in time ({type(exc).__name__}).", error_type="timeout_error", retryable=True
@@ -132,11 +138,23 @@ def _raise_for_status(response: httpx.Response, host: str) -> None:
     raise ToolFailure(message, retryable=code >= 500)
 
 
-async def _read_capped(response: httpx.Response, max_bytes: int) -> tuple[bytes, bool]:
+async def _read_capped(
+    response: httpx.Response, max_bytes: int, progress: Progress | None = None
+) -> tuple[bytes, bool]:
     # Decoded bytes are counted, so a small compressed body cannot expand past the cap either.
     body = bytearray()
+    try:
+        expected = int(response.headers.get("content-length", "")) or None
+    except ValueError:
+        expected = None
+    host = response.request.url.host
     async for chunk in response.aiter_bytes():
         body += chunk
+        if progress is not None:
+            # The card shows how the download goes; content-length is only a hint (compression).
+            kb = len(body) // 1024
+            percent = min(99.0, 100 * len(body) / expected) if expected else None
+            progress(f"Reading {host}… {kb} KB", percent)
         if len(body) > max_bytes:
             del body[max_bytes:]
             return bytes(body), True  # leaving the stream closes the connection mid-body
@@ -323,10 +341,11 @@ def _summary(result: Any) -> str:
     status_text=lambda args: f"Fetching {_host(str(args.get('url', '')))}…",
 )
 async def fetch_page(
+    ctx: ToolContext,
     url: Annotated[str, "Absolute http or https URL of the page, e.g. https://example.com/article"],
 ) -> dict[str, Any]:
     """Fetch a public web page and return its title and readable text."""
-    return await fetch(url)
+    return await fetch(url, progress=ctx.progress)
 
 
 toolset = Toolset(
