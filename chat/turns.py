@@ -180,7 +180,7 @@ def _persist_interrupted(turn_id: int, state: dict[str, Any] | None) -> None:
             )
     # Every stored tool call needs a result, or the transcript cannot be sent to a provider.
     answered = set(Message.objects.filter(turn=turn, role=Message.Role.TOOL).values_list("tool_call_id", flat=True))
-    for message in Message.objects.filter(turn=turn, role=Message.Role.ASSISTANT).exclude(tool_calls=None):
+    for message in Message.objects.filter(turn=turn, role=Message.Role.ASSISTANT).filter(tool_calls__isnull=False):
         for call in message.tool_calls or []:
             if call.get("id") not in answered:
                 Message.objects.create(

@@ -1,0 +1,130 @@
+"""Running a turn in the worker: claiming, redelivery after a dead worker, Stop while queued."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+import redis
+
+from chat import live
+from chat.models import Chat, Message, Turn
+from chat.turns import INTERRUPTED_ERROR, run_turn
+from toolsets.models import ToolExecution
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def live_state(turn: Turn, text: str) -> dict[str, Any]:
+    return {
+        "id": turn.pk,
+        "status": "running",
+        "seq": 4,
+        "notices": [],
+        "error": "",
+        "steps": [{"index": 0, "text": text, "cards": [], "state": "streaming"}],
+    }
+
+
+def test_redelivered_turn_of_a_dead_worker_is_interrupted_not_rerun(user: Any, demo_model: Any) -> None:
+    chat = Chat.objects.create(owner=user, model=demo_model)
+    turn = Turn.objects.create(chat=chat, model=demo_model, status=Turn.Status.RUNNING)
+    Message.objects.create(chat=chat, turn=turn, role="user", content="Tell me a story")
+    # What the dead worker had stored: a step with a tool call that never got its result…
+    Message.objects.create(
+        chat=chat,
+        turn=turn,
+        step=0,
+        role="assistant",
+        content="",
+        tool_calls=[
+            {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "toolset__clock_math__calculate", "arguments": '{"expression": "1+1"}'},
+            }
+        ],
+    )
+    ToolExecution.objects.create(
+        user=user,
+        turn=turn,
+        step=0,
+        position=0,
+        tool_call_id="c1",
+        toolset="clock_math",
+        tool="calculate",
+        status="running",
+    )
+    # …and the text it had streamed of the next step; its heartbeat has expired.
+    client = redis.from_url(live.settings.REDIS_URL)
+    client.set(live.key(turn.pk, "live"), json.dumps(live_state(turn, "Once upon a")))
+
+    asyncio.run(run_turn(turn.pk))
+
+    turn.refresh_from_db()
+    assert turn.status == Turn.Status.INTERRUPTED and turn.error == INTERRUPTED_ERROR
+    # Step 0 was already stored by the dead worker: it is not stored twice.
+    assert Message.objects.filter(turn=turn, role="assistant").count() == 1
+    tool_message = Message.objects.get(turn=turn, role="tool")
+    assert tool_message.tool_call_id == "c1" and tool_message.content.startswith("Error:")
+    assert ToolExecution.objects.get(tool_call_id="c1").status == "error"
+    state = json.loads(client.get(live.key(turn.pk, "live")))
+    assert state["status"] == "interrupted" and state["seq"] == 5
+
+
+def test_interrupted_turn_keeps_streamed_text(user: Any, demo_model: Any) -> None:
+    chat = Chat.objects.create(owner=user, model=demo_model)
+    turn = Turn.objects.create(chat=chat, model=demo_model, status=Turn.Status.RUNNING)
+    Message.objects.create(chat=chat, turn=turn, role="user", content="Tell me a story")
+    redis.from_url(live.settings.REDIS_URL).set(live.key(turn.pk, "live"), json.dumps(live_state(turn, "Once upon")))
+    asyncio.run(run_turn(turn.pk))
+    kept = Message.objects.get(turn=turn, role="assistant")
+    assert kept.content == "Once upon" and kept.metadata == {"stopped": True}
+
+
+def test_turn_with_a_live_worker_is_left_alone(user: Any, demo_model: Any) -> None:
+    chat = Chat.objects.create(owner=user, model=demo_model)
+    turn = Turn.objects.create(chat=chat, model=demo_model, status=Turn.Status.RUNNING)
+    redis.from_url(live.settings.REDIS_URL).set(live.key(turn.pk, "alive"), "1", ex=10)
+    asyncio.run(run_turn(turn.pk))
+    turn.refresh_from_db()
+    assert turn.status == Turn.Status.RUNNING
+
+
+def test_turn_stopped_while_queued_never_runs(client: Any, user: Any, demo_model: Any) -> None:
+    chat = Chat.objects.create(owner=user, model=demo_model)
+    turn = Turn.objects.create(chat=chat, model=demo_model)
+    Message.objects.create(chat=chat, turn=turn, role="user", content="hi")
+    client.force_login(user)
+    assert client.post(f"/chats/{chat.pk}/stop/").status_code == 204
+    asyncio.run(run_turn(turn.pk))
+    turn.refresh_from_db()
+    assert turn.status == Turn.Status.CANCELLED
+    assert not Message.objects.filter(turn=turn, role="assistant").exists()
+
+
+def test_a_queued_turn_runs_to_completion_in_process(user: Any, demo_model: Any, settings: Any) -> None:
+    demo_model.extra_params = {"tokens_per_second": 0}
+    demo_model.save()
+    chat = Chat.objects.create(owner=user, model=demo_model, enabled_tools={"clock_math": ["calculate"]})
+    turn = Turn.objects.create(chat=chat, model=demo_model)
+    Message.objects.create(chat=chat, turn=turn, role="user", content="What is 6*7?")
+    asyncio.run(run_turn(turn.pk))
+    turn.refresh_from_db()
+    assert turn.status == Turn.Status.COMPLETED, turn.error
+    assert "42" in Message.objects.filter(turn=turn, role="assistant").last().content  # type: ignore[union-attr]
+    assert turn.iterations == 1 and turn.finished_at is not None
+
+
+def test_unusable_selected_toolset_is_skipped_with_a_notice(user: Any, demo_model: Any) -> None:
+    demo_model.extra_params = {"tokens_per_second": 0}
+    demo_model.save()
+    chat = Chat.objects.create(owner=user, model=demo_model, enabled_tools={"exa": ["search"]})
+    turn = Turn.objects.create(chat=chat, model=demo_model)
+    Message.objects.create(chat=chat, turn=turn, role="user", content="latest news about AI")
+    asyncio.run(run_turn(turn.pk))
+    turn.refresh_from_db()
+    assert turn.notices == ["Not available for this answer: Exa web search (API key not configured)."]
+    assert not ToolExecution.objects.filter(turn=turn).exists()
