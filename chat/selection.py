@@ -62,7 +62,6 @@ class ToolsetRow:
     reason: str
     settings_url: str
     tools: list[ToolRow]
-    expanded: bool
 
     @property
     def enabled_count(self) -> int:
@@ -75,7 +74,7 @@ class ToolsetRow:
         return "all" if count == len(self.tools) else "none" if count == 0 else "some"
 
 
-def popover_rows(user_id: int, selection: Selection, expanded: set[str] | None = None) -> list[ToolsetRow]:
+def popover_rows(user_id: int, selection: Selection) -> list[ToolsetRow]:
     rows = []
     for toolset_id, state in availability.for_user(user_id).items():
         chosen = set(selection.get(toolset_id, []))
@@ -89,7 +88,6 @@ def popover_rows(user_id: int, selection: Selection, expanded: set[str] | None =
                 reason=state.reason,
                 settings_url=state.settings_url,
                 tools=[ToolRow(t.name, t.display_name, t.description, t.name in chosen) for t in toolset.tools],
-                expanded=toolset_id in (expanded or set()),
             )
         )
     return rows

@@ -221,7 +221,7 @@ def _defaults(request: HttpRequest) -> UserChatDefaults:
 
 
 def _popover_context(request: HttpRequest, selection: sel.Selection, tools_url: str, **extra: Any) -> dict[str, Any]:
-    rows = sel.popover_rows(request.user.pk, selection, extra.pop("expanded", None))
+    rows = sel.popover_rows(request.user.pk, selection)
     return {"rows": rows, "badge": sel.badge_count(rows), "tools_url": tools_url, **extra}
 
 
@@ -234,9 +234,9 @@ def _save_tools(request: HttpRequest, previous: sel.Selection, tools_url: str, c
         chat.save(update_fields=["enabled_tools", "updated_at"])
     # The last selection anywhere is what the next new chat starts with.
     UserChatDefaults.objects.update_or_create(user=request.user, defaults={"enabled_tools": selection})
-    expanded = set(request.POST.getlist("expanded"))
-    context = _popover_context(request, selection, tools_url, expanded=expanded, oob_badge=True)
-    return render(request, "chat/_toolsets_popover.html", context)
+    # Only the derived bits change (tri-state boxes, counts, badge): the tool boxes a person may
+    # be clicking right now are never replaced under them.
+    return render(request, "chat/_toolsets_saved.html", _popover_context(request, selection, tools_url))
 
 
 @login_required

@@ -44,15 +44,6 @@
       var open = list.hidden;
       list.hidden = !open;
       expand.setAttribute("aria-expanded", open ? "true" : "false");
-      // Remembered across the re-render that follows each save.
-      var marker = list.querySelector('input[name="expanded"]');
-      if (open && !marker) {
-        marker = document.createElement("input");
-        marker.type = "hidden"; marker.name = "expanded"; marker.value = item.dataset.toolset;
-        list.prepend(marker);
-      } else if (!open && marker) {
-        marker.remove();
-      }
       return;
     }
     var pop = popover();

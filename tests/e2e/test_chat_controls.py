@@ -178,7 +178,7 @@ def test_agentic_chat_uses_exa(page: Page, exa_configured: FakeExa) -> None:
     page.keyboard.press("Escape")
     send(page, "What's the latest news about AI?")
     card = page.get_by_test_id("tool-call-message").last
-    expect(card).to_contain_text("Exa web search", timeout=15_000)
+    expect(card).to_contain_text("Exa: Search", timeout=15_000)
     wait_turn_done(page)
     expect(card).to_have_attribute("data-status", "success")
     answer = page.locator(".turn").last.locator(".md").last
