@@ -39,7 +39,7 @@ class LLMModelAdmin(admin.ModelAdmin):
 class MessageInline(admin.TabularInline):
     model = Message
     fields = ["role", "step", "content", "tool_calls", "tool_call_id", "metadata"]
-    readonly_fields = fields
+    readonly_fields = ["role", "step", "content", "tool_calls", "tool_call_id", "metadata"]
     extra = 0
     can_delete = False
     show_change_link = True

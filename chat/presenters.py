@@ -38,8 +38,8 @@ def tool_display_name(name: str) -> str:
         return f"{toolset.label}: {tool.display_name}"
     parts = split_qualified_name(name)
     if parts:
-        toolset = get_toolset(parts[0])
-        return f"{toolset.label if toolset else humanize(parts[0])}: {humanize(parts[1])}"
+        known = get_toolset(parts[0])
+        return f"{known.label if known else humanize(parts[0])}: {humanize(parts[1])}"
     return humanize(name) or "Tool"
 
 

@@ -33,7 +33,7 @@ class SecretFieldsMixin(forms.ModelForm):
                 self.fields[f"clear_{name}"] = forms.BooleanField(required=False, label=f"Clear {field.label}")
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        data = super().clean() or {}
         for name in self.secret_fields:
             if data.get(f"clear_{name}"):
                 data[name] = ""

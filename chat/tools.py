@@ -83,7 +83,7 @@ class ChatToolBox:
             position=position,
             progress=self._progress_reporter(step, position),
         )
-        content = execution.model_content(settings.TESSERA["TOOL_RESULT_MODEL_LIMIT"])
+        content = execution.model_content(int(settings.TESSERA["TOOL_RESULT_MODEL_LIMIT"]))
         data: dict[str, Any] = {
             "arguments": execution.arguments or call.arguments,
             "duration_ms": execution.duration_ms,

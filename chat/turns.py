@@ -81,7 +81,7 @@ def _claim_in_db(turn_id: int) -> Turn | None:
 
 async def _run_claimed(turn: Turn, redis: Any) -> None:
     chat = turn.chat
-    sink = TurnSink(turn, redis, window_ms=settings.TESSERA["STREAM_WINDOW_MS"])
+    sink = TurnSink(turn, redis, window_ms=int(settings.TESSERA["STREAM_WINDOW_MS"]))
     cancel = CancelToken()
     watcher = asyncio.create_task(_watch(turn.pk, redis, cancel))
     try:
@@ -102,7 +102,7 @@ async def _run_claimed(turn: Turn, redis: Any) -> None:
                 api_base=llm.api_base or None,
                 api_key=llm.api_key or None,
                 extra=llm.litellm_kwargs(),
-                retries=settings.TESSERA["PROVIDER_RETRIES"],
+                retries=int(settings.TESSERA["PROVIDER_RETRIES"]),
                 backoff_s=settings.TESSERA["PROVIDER_BACKOFF_S"],
             )
         )

@@ -1,12 +1,13 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.db import transaction
 from django.db.models import Prefetch
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -17,6 +18,7 @@ from toolsets.models import ToolExecution
 
 from . import live, presenters
 from . import selection as sel
+from .http import AuthedRequest
 from .models import AppSettings, Chat, LLMModel, Message, Turn, UserChatDefaults
 from .tasks import run_turn
 from .turns import check_abandoned
@@ -25,16 +27,16 @@ TITLE_LENGTH = 60
 MAX_MESSAGE_LENGTH = 32_000
 
 
-def _get_chat_for_user(request: HttpRequest, chat_id: int) -> Chat:
+def _get_chat_for_user(request: AuthedRequest, chat_id: int) -> Chat:
     """Every chat lookup goes through here: another user's chat is a 404, never a 403."""
     return get_object_or_404(Chat.objects.select_related("model"), pk=chat_id, owner=request.user)
 
 
-def _sidebar_chats(request: HttpRequest) -> Any:
+def _sidebar_chats(request: AuthedRequest) -> Any:
     return Chat.objects.filter(owner=request.user).only("id", "title", "updated_at")[:100]
 
 
-def build_turn_views(turns: list[Turn]) -> dict[int, dict[str, Any]]:
+def build_turn_views(turns: Sequence[Turn]) -> dict[int, dict[str, Any]]:
     """Turn views for many turns in a fixed number of queries (no per-turn lookups)."""
     ids = [t.pk for t in turns]
     messages: dict[int, list[Message]] = defaultdict(list)
@@ -75,7 +77,7 @@ def _models() -> Any:
 
 @login_required
 @require_GET
-def home(request: HttpRequest) -> HttpResponse:
+def home(request: AuthedRequest) -> HttpResponse:
     defaults = _defaults(request)
     return render(
         request,
@@ -93,7 +95,7 @@ def home(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_GET
-def chat_detail(request: HttpRequest, chat_id: int) -> HttpResponse:
+def chat_detail(request: AuthedRequest, chat_id: int) -> HttpResponse:
     chat = _get_chat_for_user(request, chat_id)
     return render(
         request,
@@ -110,7 +112,7 @@ def chat_detail(request: HttpRequest, chat_id: int) -> HttpResponse:
     )
 
 
-def _clean_message(request: HttpRequest) -> str:
+def _clean_message(request: AuthedRequest) -> str:
     return request.POST.get("content", "").strip()[:MAX_MESSAGE_LENGTH]
 
 
@@ -132,7 +134,7 @@ def _title_from(content: str) -> str:
 
 @login_required
 @require_POST
-def create_chat(request: HttpRequest) -> HttpResponse:
+def create_chat(request: AuthedRequest) -> HttpResponse:
     """Creates a chat from the first message typed on the home page."""
     content = _clean_message(request)
     model_id = request.POST.get("model")
@@ -154,7 +156,7 @@ def create_chat(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def send_message(request: HttpRequest, chat_id: int) -> HttpResponse:
+def send_message(request: AuthedRequest, chat_id: int) -> HttpResponse:
     chat = _get_chat_for_user(request, chat_id)
     content = _clean_message(request)
     if not content:
@@ -172,7 +174,7 @@ def send_message(request: HttpRequest, chat_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def stop(request: HttpRequest, chat_id: int) -> HttpResponse:
+def stop(request: AuthedRequest, chat_id: int) -> HttpResponse:
     chat = _get_chat_for_user(request, chat_id)
     for turn in chat.turns.filter(status__in=Turn.ACTIVE):
         # A queued turn has no worker to tell: close it here. A running one stops itself.
@@ -184,7 +186,7 @@ def stop(request: HttpRequest, chat_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def rename(request: HttpRequest, chat_id: int) -> HttpResponse:
+def rename(request: AuthedRequest, chat_id: int) -> HttpResponse:
     chat = _get_chat_for_user(request, chat_id)
     title = " ".join(request.POST.get("title", "").split())[:200]
     if title:
@@ -195,7 +197,7 @@ def rename(request: HttpRequest, chat_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def delete(request: HttpRequest, chat_id: int) -> HttpResponse:
+def delete(request: AuthedRequest, chat_id: int) -> HttpResponse:
     chat = _get_chat_for_user(request, chat_id)
     for turn in chat.turns.filter(status=Turn.Status.RUNNING):
         live.request_cancel(turn.pk)
@@ -205,27 +207,27 @@ def delete(request: HttpRequest, chat_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def set_model(request: HttpRequest, chat_id: int) -> HttpResponse:
+def set_model(request: AuthedRequest, chat_id: int) -> HttpResponse:
     chat = _get_chat_for_user(request, chat_id)
-    model = get_object_or_404(LLMModel, pk=request.POST.get("model"), enabled=True)
+    model = get_object_or_404(LLMModel, pk=request.POST.get("model", ""), enabled=True)
     chat.model = model
     chat.save(update_fields=["model", "updated_at"])
     return HttpResponse(status=204)
 
 
-def _defaults(request: HttpRequest) -> UserChatDefaults:
+def _defaults(request: AuthedRequest) -> UserChatDefaults:
     defaults, _ = UserChatDefaults.objects.get_or_create(
         user=request.user, defaults={"enabled_tools": sel.default_selection()}
     )
     return defaults
 
 
-def _popover_context(request: HttpRequest, selection: sel.Selection, tools_url: str, **extra: Any) -> dict[str, Any]:
+def _popover_context(request: AuthedRequest, selection: sel.Selection, tools_url: str, **extra: Any) -> dict[str, Any]:
     rows = sel.popover_rows(request.user.pk, selection)
     return {"rows": rows, "badge": sel.badge_count(rows), "tools_url": tools_url, **extra}
 
 
-def _save_tools(request: HttpRequest, previous: sel.Selection, tools_url: str, chat: Chat | None) -> HttpResponse:
+def _save_tools(request: AuthedRequest, previous: sel.Selection, tools_url: str, chat: Chat | None) -> HttpResponse:
     rows = sel.popover_rows(request.user.pk, previous)
     usable = {row.id for row in rows if row.usable}
     selection = sel.from_form(request.POST.getlist("tools"), previous, usable)
@@ -241,24 +243,25 @@ def _save_tools(request: HttpRequest, previous: sel.Selection, tools_url: str, c
 
 @login_required
 @require_POST
-def update_tools(request: HttpRequest, chat_id: int) -> HttpResponse:
+def update_tools(request: AuthedRequest, chat_id: int) -> HttpResponse:
     chat = _get_chat_for_user(request, chat_id)
     return _save_tools(request, sel.clean(chat.enabled_tools), reverse("chat:tools", args=[chat.pk]), chat)
 
 
 @login_required
 @require_POST
-def update_default_tools(request: HttpRequest) -> HttpResponse:
+def update_default_tools(request: AuthedRequest) -> HttpResponse:
     return _save_tools(request, sel.clean(_defaults(request).enabled_tools), reverse("chat:default_tools"), None)
 
 
 @login_required
 @require_POST
-def update_settings(request: HttpRequest, chat_id: int) -> HttpResponse:
+def update_settings(request: AuthedRequest, chat_id: int) -> HttpResponse:
     chat = _get_chat_for_user(request, chat_id)
     cap = AppSettings.load().max_tool_iterations_cap
     error = ""
-    model = LLMModel.objects.filter(pk=request.POST.get("model"), enabled=True).first()
+    model_id = request.POST.get("model", "")
+    model = LLMModel.objects.filter(pk=model_id, enabled=True).first() if model_id.isdigit() else None
     if model is not None:
         chat.model = model
     chat.limit_tool_iterations = request.POST.get("limit_tool_iterations") in ("on", "true", "1")

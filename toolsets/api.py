@@ -50,11 +50,15 @@ def _authenticate(request: HttpRequest) -> tuple[Any, HttpResponse | None]:
         return record.user, None
     if request.user.is_authenticated:
         # This view is exempt so tokens work; session callers still get the CSRF check.
-        rejected = CsrfViewMiddleware(lambda r: HttpResponse()).process_view(request, lambda r: None, (), {})
+        rejected = CsrfViewMiddleware(lambda r: HttpResponse()).process_view(request, _noop_view, (), {})
         if rejected is not None:
             return None, _error(403, None, "permission_denied", "CSRF check failed.")
         return request.user, None
     return None, _error(401, None, "permission_denied", "Authentication required (session or Bearer token).")
+
+
+def _noop_view(request: HttpRequest) -> HttpResponse:
+    return HttpResponse()
 
 
 @csrf_exempt

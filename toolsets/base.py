@@ -27,7 +27,7 @@ class ToolContext:
     api_key: str = ""
     settings: dict[str, Any] = field(default_factory=dict)
     # Called by long-running tools to show live progress on their card.
-    progress: Callable[[str, float | None], None] = lambda text, percent=None: None
+    progress: Callable[[str, float | None], None] = field(default=lambda text, percent=None: None)
 
 
 class ToolFailure(Exception):

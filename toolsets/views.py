@@ -4,10 +4,12 @@ import json
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
+
+from chat.http import AuthedRequest
 
 from . import availability
 from .models import ApiToken, ToolExecution, UserToolsetConfig
@@ -16,14 +18,14 @@ from .registry import get_toolset
 MAX_KEY_LENGTH = 500
 
 
-def _card(request: HttpRequest, toolset_id: str, **extra: Any) -> HttpResponse:
+def _card(request: AuthedRequest, toolset_id: str, **extra: Any) -> HttpResponse:
     state = availability.for_toolset(request.user.pk, toolset_id)
     if state is None:
         raise Http404
     return render(request, "toolsets/_toolset_card.html", {"state": state, **extra})
 
 
-def _config(request: HttpRequest, toolset_id: str) -> UserToolsetConfig:
+def _config(request: AuthedRequest, toolset_id: str) -> UserToolsetConfig:
     toolset = get_toolset(toolset_id)
     if toolset is None:
         raise Http404
@@ -35,7 +37,7 @@ def _config(request: HttpRequest, toolset_id: str) -> UserToolsetConfig:
 
 @login_required
 @require_GET
-def settings_page(request: HttpRequest) -> HttpResponse:
+def settings_page(request: AuthedRequest) -> HttpResponse:
     states = list(availability.for_user(request.user.pk).values())
     tokens = ApiToken.objects.filter(user=request.user, revoked_at=None)
     return render(request, "toolsets/settings.html", {"states": states, "tokens": tokens})
@@ -43,7 +45,7 @@ def settings_page(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def set_enabled(request: HttpRequest, toolset_id: str) -> HttpResponse:
+def set_enabled(request: AuthedRequest, toolset_id: str) -> HttpResponse:
     config = _config(request, toolset_id)
     config.enabled = request.POST.get("enabled") in ("on", "true", "1")
     config.save(update_fields=["enabled", "updated_at"])
@@ -52,7 +54,7 @@ def set_enabled(request: HttpRequest, toolset_id: str) -> HttpResponse:
 
 @login_required
 @require_POST
-def save_key(request: HttpRequest, toolset_id: str) -> HttpResponse:
+def save_key(request: AuthedRequest, toolset_id: str) -> HttpResponse:
     config = _config(request, toolset_id)
     key = request.POST.get("api_key", "").strip()
     if request.POST.get("clear"):
@@ -72,7 +74,7 @@ def save_key(request: HttpRequest, toolset_id: str) -> HttpResponse:
 
 @login_required
 @require_POST
-def run_setup(request: HttpRequest, toolset_id: str) -> HttpResponse:
+def run_setup(request: AuthedRequest, toolset_id: str) -> HttpResponse:
     toolset = get_toolset(toolset_id)
     if toolset is None or toolset.setup is None:
         raise Http404
@@ -86,7 +88,7 @@ def run_setup(request: HttpRequest, toolset_id: str) -> HttpResponse:
 
 @login_required
 @require_POST
-def create_token(request: HttpRequest) -> HttpResponse:
+def create_token(request: AuthedRequest) -> HttpResponse:
     name = " ".join(request.POST.get("name", "").split())[:100] or "API token"
     record, token = ApiToken.issue(request.user, name)
     tokens = ApiToken.objects.filter(user=request.user, revoked_at=None)
@@ -95,7 +97,7 @@ def create_token(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def revoke_token(request: HttpRequest, token_id: int) -> HttpResponse:
+def revoke_token(request: AuthedRequest, token_id: int) -> HttpResponse:
     record = get_object_or_404(ApiToken, pk=token_id, user=request.user, revoked_at=None)
     record.revoked_at = timezone.now()
     record.save(update_fields=["revoked_at"])
@@ -105,7 +107,7 @@ def revoke_token(request: HttpRequest, token_id: int) -> HttpResponse:
 
 @login_required
 @require_GET
-def execution_detail(request: HttpRequest, execution_id: int) -> HttpResponse:
+def execution_detail(request: AuthedRequest, execution_id: int) -> HttpResponse:
     """The full stored result of one call (cards and the model only get a capped version)."""
     execution = get_object_or_404(ToolExecution, pk=execution_id, user=request.user)
     body = json.dumps(execution.result, indent=2, ensure_ascii=False, default=str)

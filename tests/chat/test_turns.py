@@ -70,7 +70,7 @@ def test_redelivered_turn_of_a_dead_worker_is_interrupted_not_rerun(user: Any, d
     tool_message = Message.objects.get(turn=turn, role="tool")
     assert tool_message.tool_call_id == "c1" and tool_message.content.startswith("Error:")
     assert ToolExecution.objects.get(tool_call_id="c1").status == "error"
-    state = json.loads(client.get(live.key(turn.pk, "live")))
+    state = json.loads(client.get(live.key(turn.pk, "live")) or "{}")
     assert state["status"] == "interrupted" and state["seq"] == 5
 
 

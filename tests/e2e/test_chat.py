@@ -151,7 +151,7 @@ def test_sidebar_rename_and_delete(page: Page) -> None:
         ("phone-dark", {"width": 375, "height": 740}, "dark"),
     ],
 )
-def test_chat_page_looks_finished(page: Page, name: str, viewport: dict[str, int], scheme: Any) -> None:
+def test_chat_page_looks_finished(page: Page, name: str, viewport: Any, scheme: Any) -> None:
     page.set_viewport_size(viewport)
     page.emulate_media(color_scheme=scheme)
     start_chat(page, "What time is it in Tokyo, and what is 12*7?")

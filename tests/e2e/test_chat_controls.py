@@ -182,9 +182,8 @@ def test_agentic_chat_uses_exa(page: Page, exa_configured: FakeExa) -> None:
     wait_turn_done(page)
     expect(card).to_have_attribute("data-status", "success")
     answer = page.locator(".turn").last.locator(".md").last
-    first_title = (
-        exa_configured.requests[-1].body
-        and ToolExecution.objects.filter(tool="search").get().result["results"][0]["title"]
-    )
+    result = ToolExecution.objects.filter(tool="search").get().result
+    assert result is not None
+    first_title = result["results"][0]["title"]
     expect(answer).to_contain_text(first_title)
     assert exa_configured.requests[-1].path == "/search"

@@ -115,6 +115,7 @@ async def run(name: str, arguments: str | dict[str, Any], user: Any, **kwargs: A
 
 
 async def record_of(execution: Execution) -> ToolExecution:
+    assert execution.record_id is not None
     return await ToolExecution.objects.aget(pk=execution.record_id)
 
 

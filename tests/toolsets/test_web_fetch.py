@@ -809,6 +809,6 @@ async def test_download_progress_is_reported(site: Server) -> None:
         "http://public.test/article",
         resolver=dns,
         network_backend=internet,
-        progress=lambda text, percent=None: reports.append((text, percent)),
+        progress=lambda text, percent: reports.append((text, percent)),
     )
     assert reports and reports[-1][0].startswith("Reading public.test")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import math
 import operator
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Annotated, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
@@ -53,7 +54,7 @@ _BINARY = {
     ast.Mod: operator.mod,
     ast.Pow: operator.pow,
 }
-_UNARY = {ast.UAdd: operator.pos, ast.USub: operator.neg}
+_UNARY: dict[type, Callable[[Any], Any]] = {ast.UAdd: operator.pos, ast.USub: operator.neg}
 MAX_ROUND_DIGITS = 100
 
 
@@ -64,7 +65,7 @@ def _round(value: Any, ndigits: Any = None) -> Any:
     return round(value, ndigits)
 
 
-_FUNCTIONS = {
+_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "sqrt": math.sqrt,
     "abs": abs,
     "round": _round,
