@@ -8,7 +8,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import time
+from datetime import date, timedelta
 from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -72,6 +74,7 @@ class Turn:
         self.usage: Any = None
         self.chunks = 0
         self.arrivals: list[float] = []
+        self.pieces: list[str] = []
 
     def add(self, chunk: Any) -> None:
         self.chunks += 1
@@ -84,6 +87,7 @@ class Turn:
         delta = choice.delta
         if delta.content:
             self.text += delta.content
+            self.pieces.append(delta.content)
             self.arrivals.append(time.monotonic())
         for call in delta.tool_calls or ():
             slot = self.calls.setdefault(call.index, {"id": None, "name": None, "pieces": []})
@@ -557,3 +561,427 @@ def test_register_is_idempotent() -> None:
     chat.demo.register()
     assert [item["provider"] for item in litellm.custom_provider_map].count("demo") == 1
     assert litellm.get_llm_provider(MODEL)[1] == "demo"
+
+
+# --- workspace and generative UI components -----------------------------------------
+
+WORKSPACE_TOOLS = [
+    tool("workspace", name)
+    for name in (
+        "list_projects",
+        "list_tasks",
+        "get_task",
+        "create_task",
+        "update_task",
+        "list_events",
+        "list_emails",
+        "get_email",
+        "list_meetings",
+        "get_meeting",
+        "draft_social_post",
+    )
+]
+TASK_FIELDS = {"id", "name", "status", "priority", "dueDate", "assignee", "project", "updatedAt"}
+COMPONENT_RE = re.compile(r'^:::component\{type="(?P<type>[a-z_]+)"\}\n(?P<json>[^\n]*)\n:::$', re.MULTILINE)
+TODAY = date.today()
+
+
+def days(offset: int) -> str:
+    return (TODAY + timedelta(days=offset)).isoformat()
+
+
+def stamp(offset: int, clock: str = "09:00:00") -> str:
+    return f"{days(offset)}T{clock}+00:00"
+
+
+# Shaped exactly like toolsets/workspace/tools.py returns them, with the sample data's content.
+def task(
+    id_: int, name: str, status: str, priority: str, due: int | None, assignee: str, project: str, idle: int
+) -> dict[str, Any]:
+    return {
+        "id": id_,
+        "name": name,
+        "status": status,
+        "priority": priority,
+        "dueDate": days(due) if due is not None else None,
+        "assignee": assignee,
+        "project": project,
+        "updatedAt": stamp(-idle, "13:49:32"),
+    }
+
+
+STALE_TASKS: dict[str, Any] = {
+    "tasks": [
+        task(14, "Competitor pricing review", "TODO", "LOW", -6, "Jordan Lee", "Q3 marketing", 30),
+        task(8, "Push notification settings screen", "TODO", "MEDIUM", 14, "Lena Fischer", "Mobile app 2.0", 20),
+        task(7, "Fix crash on Android 14 login", "TODO", "URGENT", -3, "Sam Okafor", "Mobile app 2.0", 15),
+        task(2, "Migrate blog posts to the new CMS", "TODO", "MEDIUM", 10, "Marco Rossi", "Website relaunch", 12),
+        task(12, "Book webinar speakers", "BLOCKED", "MEDIUM", 7, "Alex Kim", "Q3 marketing", 11),
+        task(3, "Set up redirects for old URLs", "BLOCKED", "HIGH", -2, "Marco Rossi", "Website relaunch", 9),
+    ],
+    "count": 6,
+    "projects": ["Mobile app 2.0", "Q3 marketing", "Website relaunch"],
+}
+WEEK_EVENTS: dict[str, Any] = {
+    "events": [
+        {
+            "id": 1,
+            "title": "Sprint planning",
+            "start": stamp(-TODAY.weekday(), "10:00:00"),
+            "end": stamp(-TODAY.weekday(), "11:00:00"),
+            "attendees": ["Alice Moreau", "Sam Okafor", "Lena Fischer", "Jordan Lee"],
+            "location": "Room Atlas",
+        },
+        {
+            "id": 3,
+            "title": "Homepage design review",
+            "start": stamp(2 - TODAY.weekday(), "14:00:00"),
+            "end": stamp(2 - TODAY.weekday(), "15:00:00"),
+            "attendees": ["Alice Moreau", "Priya Natarajan", "Marco Rossi"],
+            "location": "",
+        },
+        {
+            "id": 6,
+            "title": "Daily stand-up",
+            "start": stamp(0, "09:30:00"),
+            "end": stamp(0, "09:45:00"),
+            "attendees": ["Alice Moreau", "Sam Okafor", "Priya Natarajan", "Marco Rossi"],
+            "location": "Video call",
+        },
+    ],
+    "count": 3,
+    "startDate": days(-TODAY.weekday()),
+    "endDate": days(6 - TODAY.weekday()),
+}
+UNREAD_EMAILS: dict[str, Any] = {
+    "emails": [
+        {
+            "id": 1,
+            "sender": {"name": "Priya Natarajan", "email": "priya@northwind.example"},
+            "subject": "Homepage copy – v3 for review",
+            "snippet": "Hi! v3 of the homepage copy is in the shared doc. I tightened the hero line and cut…",
+            "receivedAt": stamp(0, "15:07:32"),
+            "unread": True,
+        },
+        {
+            "id": 3,
+            "sender": {"name": "Dana Whitfield", "email": "dana@acme-corp.example"},
+            "subject": "Re: Launch date for the new site",
+            "snippet": "Thanks for the update. Our board meets at the end of the month, so a launch…",
+            "receivedAt": stamp(0, "10:49:32"),
+            "unread": True,
+        },
+    ],
+    "count": 2,
+    "unreadCount": 2,
+    "unreadOnly": True,
+}
+YESTERDAYS_MEETINGS: dict[str, Any] = {
+    "meetings": [
+        {
+            "id": 1,
+            "title": "Website relaunch sync",
+            "start": stamp(-1, "10:00:00"),
+            "date": days(-1),
+            "attendees": ["Alice Moreau", "Priya Natarajan", "Marco Rossi", "Dana Whitfield"],
+            "summary": "Reviewed the relaunch timeline with Acme. Homepage copy is nearly final.",
+            "actionItems": [
+                {"text": "Send Dana a launch date with a buffer for redirects", "owner": "Alice Moreau", "done": False},
+                {"text": "Share homepage copy v3 for review", "owner": "Priya Natarajan", "done": True},
+            ],
+        }
+    ],
+    "count": 1,
+    "date": days(-1),
+}
+
+
+def saved_post(arguments: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": 3,
+        "platform": arguments["platform"],
+        "platformName": "LinkedIn",
+        "text": arguments["text"],
+        "status": "draft",
+        "createdAt": stamp(0, "15:49:32"),
+        "characters": len(arguments["text"]),
+        "limit": 3000,
+    }
+
+
+def components(text: str) -> list[tuple[str, Any]]:
+    return [(m["type"], json.loads(m["json"])) for m in COMPONENT_RE.finditer(text)]
+
+
+def pieces_overlapping(turn: Turn, start: int, end: int) -> int:
+    count, offset = 0, 0
+    for piece in turn.pieces:
+        if offset < end and offset + len(piece) > start:
+            count += 1
+        offset += len(piece)
+    return count
+
+
+def workspace_turns(question: str, result: Any) -> tuple[dict[str, Any], Turn]:
+    """The tool call the question gets, and the final answer once `result` comes back."""
+    messages = user(question)
+    first = stream(messages, tools=WORKSPACE_TOOLS)
+    assert first.finish_reason == "tool_calls"
+    [call] = first.tool_calls()
+    content = result(call["arguments"]) if callable(result) else result
+    messages += [first.assistant_message(), tool_result(call, content)]
+    final = stream(messages, tools=WORKSPACE_TOOLS)
+    assert final.finish_reason == "stop"
+    assert final.calls == {}
+    return call, final
+
+
+def assert_one_streamed_component(turn: Turn, kind: str) -> Any:
+    [(found, data)] = components(turn.text)
+    assert found == kind
+    match = COMPONENT_RE.search(turn.text)
+    assert match is not None
+    assert pieces_overlapping(turn, match.start("json"), match.end("json")) >= 3, "the JSON must stream in pieces"
+    # Text before and after the block, each separated from it by a blank line.
+    assert turn.text[: match.start()].strip() and turn.text[: match.start()].endswith("\n\n")
+    assert turn.text[match.end() :].startswith("\n\n") or not turn.text[match.end() :]
+    return data
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Summarize stale tasks across projects", [("list_tasks", {"stale_days": 7})]),
+        ("Which tasks haven't been updated in two weeks?", [("list_tasks", {"stale_days": 14})]),
+        ("What's on my calendar this week?", [("list_events", {})]),
+        ("Am I free tomorrow?", [("list_events", {"start_date": "tomorrow", "end_date": "tomorrow"})]),
+        ("What meetings do I have today?", [("list_events", {"start_date": "today", "end_date": "today"})]),
+        ("Any unread emails?", [("list_emails", {"unread_only": True})]),
+        ("Check my inbox", [("list_emails", {})]),
+        ("Summarize yesterday's meeting", [("list_meetings", {"date": "yesterday"})]),
+        ("What were the action items from the last meeting?", [("list_meetings", {})]),
+        ("Show task 12", [("get_task", {"task_id": 12})]),
+        ("Details of task #7", [("get_task", {"task_id": 7})]),
+        ("Show meeting 2", [("get_meeting", {"meeting_id": 2})]),
+        ("My tasks", [("list_tasks", {"status": ["TODO", "IN_PROGRESS", "BLOCKED"]})]),
+        ("Tasks assigned to Marco Rossi", [("list_tasks", {"assignee": "Marco Rossi"})]),
+        ("What's overdue?", [("list_tasks", {"overdue": True})]),
+        (
+            "Blocked tasks in the Website relaunch project",
+            [("list_tasks", {"project": "Website relaunch", "status": ["BLOCKED"]})],
+        ),
+        ("Tasks in progress", [("list_tasks", {"status": ["IN_PROGRESS"]})]),
+        (
+            'Create a task "Fix login bug" in Website relaunch, due 2026-03-01, high priority, assigned to Sam',
+            [
+                (
+                    "create_task",
+                    {
+                        "project": "Website relaunch",
+                        "name": "Fix login bug",
+                        "due_date": "2026-03-01",
+                        "priority": "HIGH",
+                        "assignee": "Sam",
+                    },
+                )
+            ],
+        ),
+        (
+            "Add a task to fix the onboarding copy in Mobile app 2.0",
+            [("create_task", {"project": "Mobile app 2.0", "name": "Fix the onboarding copy"})],
+        ),
+        ("Create a task", [("list_projects", {})]),
+        ("Mark task 12 as done", [("update_task", {"task_id": 12, "status": "DONE"})]),
+        ("Make task 5 urgent", [("update_task", {"task_id": 5, "priority": "URGENT"})]),
+        # Questions about what happened must not change anything.
+        ("Did Sam finish task 3?", [("get_task", {"task_id": 3})]),
+        ("Did Marco create a task for the redirects?", []),
+        ("Write a blog post about our launch", []),
+        ("Show my projects", [("list_projects", {})]),
+        (
+            "Check my email and what's on my calendar this week",
+            [("list_emails", {}), ("list_events", {})],
+        ),
+        ("Search for the best to-do apps", [("search", {"query": "best to-do apps", "num_results": 5})]),
+    ],
+)
+def test_workspace_intent_table(text: str, expected: list[tuple[str, dict[str, Any]]]) -> None:
+    assert [(i.tool, i.arguments) for i in detect_intents(text)] == expected
+
+
+def test_workspace_questions_call_the_offered_workspace_tools() -> None:
+    calls = stream(user("Any unread emails, and summarize yesterday's meeting"), tools=WORKSPACE_TOOLS).tool_calls()
+    assert [(c["name"], c["arguments"]) for c in calls] == [
+        ("toolset__workspace__list_emails", {"unread_only": True}),
+        ("toolset__workspace__list_meetings", {"date": "yesterday"}),
+    ]
+
+
+def test_stale_tasks_answer_with_a_task_table() -> None:
+    call, final = workspace_turns("Summarize stale tasks across projects", STALE_TASKS)
+
+    assert (call["name"], call["arguments"]) == ("toolset__workspace__list_tasks", {"stale_days": 7})
+    rows = assert_one_streamed_component(final, "task_table")
+    assert [row["name"] for row in rows] == [t["name"] for t in STALE_TASKS["tasks"]]
+    assert all(set(row) == TASK_FIELDS for row in rows)
+    assert rows[2] == STALE_TASKS["tasks"][2]
+    assert final.text.startswith("6 tasks across 3 projects haven't been updated in 7 days or more.\n\n")
+    # Overdue first, then by priority: the urgent crash beats the older, low-priority review.
+    assert final.text.endswith(
+        "Most pressing: **Fix crash on Android 14 login** in Mobile app 2.0 – urgent priority, "
+        "3 days overdue and untouched for 15 days, assigned to Sam Okafor."
+    )
+
+
+def test_calendar_answer_with_calendar_events() -> None:
+    call, final = workspace_turns("What's on my calendar this week?", WEEK_EVENTS)
+
+    assert (call["name"], call["arguments"]) == ("toolset__workspace__list_events", {})
+    events = assert_one_streamed_component(final, "calendar_events")
+    assert events[0] == {
+        "title": "Sprint planning",
+        "start": WEEK_EVENTS["events"][0]["start"],
+        "end": WEEK_EVENTS["events"][0]["end"],
+        "attendees": ["Alice Moreau", "Sam Okafor", "Lena Fischer", "Jordan Lee"],
+        "location": "Room Atlas",
+    }
+    assert [e["title"] for e in events] == ["Sprint planning", "Homepage design review", "Daily stand-up"]
+    assert final.text.startswith("You have 3 events this week (")
+
+
+def test_unread_emails_answer_with_an_email_summary() -> None:
+    call, final = workspace_turns("Any unread emails?", UNREAD_EMAILS)
+
+    assert (call["name"], call["arguments"]) == ("toolset__workspace__list_emails", {"unread_only": True})
+    emails = assert_one_streamed_component(final, "email_summary")
+    assert emails[0] == {
+        "from": "Priya Natarajan",
+        "subject": "Homepage copy – v3 for review",
+        "snippet": UNREAD_EMAILS["emails"][0]["snippet"],
+        "date": UNREAD_EMAILS["emails"][0]["receivedAt"],
+        "unread": True,
+    }
+    assert len(emails) == 2
+    assert final.text.startswith("You have 2 unread emails:")
+
+
+def test_meeting_answer_with_a_meeting_summary() -> None:
+    call, final = workspace_turns("Summarize yesterday's meeting", YESTERDAYS_MEETINGS)
+
+    # list_meetings already returns the summary and action items: one step is enough.
+    assert (call["name"], call["arguments"]) == ("toolset__workspace__list_meetings", {"date": "yesterday"})
+    meeting = assert_one_streamed_component(final, "meeting_summary")
+    assert meeting == {
+        "title": "Website relaunch sync",
+        "date": days(-1),
+        "attendees": ["Alice Moreau", "Priya Natarajan", "Marco Rossi", "Dana Whitfield"],
+        "summary": "Reviewed the relaunch timeline with Acme. Homepage copy is nearly final.",
+        "actionItems": [
+            {"text": "Send Dana a launch date with a buffer for redirects", "owner": "Alice Moreau", "done": False},
+            {"text": "Share homepage copy v3 for review", "owner": "Priya Natarajan", "done": True},
+        ],
+    }
+    assert final.text.startswith("Yesterday's meeting was **Website relaunch sync**")
+    assert "1 of 2 action items is still open" in final.text
+
+
+def test_linkedin_post_is_drafted_and_shown() -> None:
+    call, final = workspace_turns("Draft a LinkedIn post about our launch", saved_post)
+
+    assert call["name"] == "toolset__workspace__draft_social_post"
+    assert call["arguments"]["platform"] == "linkedin"
+    text = call["arguments"]["text"]
+    assert 3 <= len(re.findall(r"[.!?](?:\s|$)", text)) <= 5
+    assert "launch" in text.lower() and len(text) <= 3000
+    post = assert_one_streamed_component(final, "social_post")
+    assert post == {"platform": "linkedin", "author": "You", "text": text}
+    assert "saved it to your drafts" in final.text
+    assert "hasn't been published" in final.text
+
+
+@pytest.mark.parametrize("platform", ["x", "bluesky", "mastodon"])
+def test_posts_fit_the_platform(platform: str) -> None:
+    names = {"x": "an X", "bluesky": "a Bluesky", "mastodon": "a Mastodon"}
+    [intent] = detect_intents(f"Write {names[platform]} post about the launch of Acme Cloud")
+    assert intent.arguments["platform"] == platform
+    assert "Acme Cloud" in intent.arguments["text"]
+    assert len(intent.arguments["text"]) <= {"x": 280, "bluesky": 300, "mastodon": 500}[platform]
+
+
+def test_task_details_answer_with_a_task_card() -> None:
+    found = {**STALE_TASKS["tasks"][5], "id": 12}
+    call, final = workspace_turns("Show task 12", found)
+
+    assert (call["name"], call["arguments"]) == ("toolset__workspace__get_task", {"task_id": 12})
+    card = assert_one_streamed_component(final, "task_card")
+    assert card == found
+    assert final.text.startswith("Here's task #12:")
+    assert final.text.endswith("It's 2 days overdue.")
+
+
+def test_created_task_is_shown_as_a_card() -> None:
+    created = task(15, "Fix login bug", "TODO", "HIGH", 9, "Sam", "Website relaunch", 0)
+    call, final = workspace_turns('Create a task "Fix login bug" in Website relaunch', created)
+
+    assert call["arguments"] == {"project": "Website relaunch", "name": "Fix login bug"}
+    assert assert_one_streamed_component(final, "task_card") == created
+    assert final.text.startswith("I created **Fix login bug** in Website relaunch:")
+
+
+def test_several_workspace_results_give_several_components() -> None:
+    messages = user("Any unread emails, and what's on my calendar this week?")
+    first = stream(messages, tools=WORKSPACE_TOOLS)
+    emails, events = first.tool_calls()
+    messages += [first.assistant_message(), tool_result(emails, UNREAD_EMAILS), tool_result(events, WEEK_EVENTS)]
+
+    final = stream(messages, tools=WORKSPACE_TOOLS)
+
+    assert [kind for kind, _ in components(final.text)] == ["email_summary", "calendar_events"]
+
+
+def test_empty_workspace_results_answer_without_a_component() -> None:
+    _, final = workspace_turns("Summarize stale tasks", {"tasks": [], "count": 0, "projects": []})
+
+    assert final.text == "Every open task was updated in the last 7 days – nothing is stale."
+
+
+def test_workspace_error_is_reported_plainly() -> None:
+    error = "Error (execution_error): Unknown project 'Apollo'. Your projects: Mobile app 2.0, Q3 marketing."
+    _, final = workspace_turns("Overdue tasks in the Apollo project", error)
+
+    assert ":::component" not in final.text
+    assert "`list_tasks` tool failed" in final.text
+    assert f"> {error}" in final.text
+
+
+def test_workspace_not_offered_asks_to_enable_and_set_it_up() -> None:
+    turn = stream(user("Summarize stale tasks across projects"), tools=ALL_TOOLS)
+
+    assert turn.calls == {}
+    assert "**Workspace** (`workspace`)" in turn.text
+    assert "Create sample data" in turn.text
+
+
+def test_help_text_lists_workspace_examples() -> None:
+    text = stream(user("Write me a poem about autumn")).text
+
+    assert "- **Workspace**" in text
+    assert "Summarize stale tasks across projects" in text
+    assert "Draft a LinkedIn post about our launch" in text
+
+
+def test_component_answers_stream_at_the_configured_rate() -> None:
+    messages = user("Summarize stale tasks across projects")
+    first = stream(messages, tools=WORKSPACE_TOOLS)
+    [call] = first.tool_calls()
+    messages += [first.assistant_message(), tool_result(call, STALE_TASKS)]
+
+    started = time.monotonic()
+    final = stream(messages, tools=WORKSPACE_TOOLS, tokens_per_second=500, stream_options={"include_usage": True})
+    elapsed = time.monotonic() - started
+
+    pieces = text_pieces(final.text)
+    assert "".join(pieces) == final.text
+    assert final.pieces == pieces
+    assert final.usage.completion_tokens == len(pieces)
+    assert elapsed >= (len(pieces) - 1) / 500
