@@ -120,6 +120,7 @@ def step(turn_id: int, index: int, *, text: str, cards: list[dict[str, Any]], st
         "cards": cards,
         "blocks": rendered.blocks,
         "tail": rendered.tail,
+        "tail_html": rendered.tail_html,
         "state": state,
         "has_text": bool(text.strip()),
     }

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from .components import prompt_documentation
+
 BASE = """You are Tessera, a helpful assistant in a chat app. You can call tools.
 
 How to work:
@@ -11,6 +13,8 @@ How to work:
   check…", "I'll search…"): the user sees each call as a live card.
 - Call independent tools in parallel, in one step.
 - Speak once you have the data: answer directly, concisely, in Markdown.
+- Show structured data — tasks, calendar events, emails, meeting notes, social posts — as a card
+  (a component block, described below); use plain Markdown for everything else.
 - If a tool fails, say so plainly and, when it helps, try another way.
 - Never invent tool results, links or figures.
 
@@ -18,4 +22,5 @@ Today is {today} (UTC)."""
 
 
 def system_prompt(now: datetime) -> str:
-    return BASE.format(today=now.strftime("%A, %-d %B %Y"))
+    # The component documentation is full of braces: it is appended, not formatted.
+    return f"{BASE.format(today=now.strftime('%A, %-d %B %Y'))}\n\n{prompt_documentation()}"

@@ -8,6 +8,11 @@ Text is rendered one block at a time (paragraphs, lists, fences…). While a mes
 finished blocks are pushed rendered and only the last, growing block travels as raw text; the
 page renders a stored message through the very same split, so the streamed result and a reload
 are identical by construction.
+
+A component block (`:::component{type="…"}` … `:::`, see chat.components) is one block, like a
+code fence, rendered as a card instead of Markdown. While it is still being written it stays in
+the tail, and `RenderedText.tail_html` gives the placeholder the page shows instead of raw JSON;
+a closed block is final as soon as the line after its `:::` begins.
 """
 
 from __future__ import annotations
@@ -18,6 +23,9 @@ from dataclasses import dataclass
 
 import markdown
 import nh3
+from django.utils.html import escape
+
+from . import components
 
 ALLOWED_TAGS = {
     "p",
@@ -104,22 +112,41 @@ _LIST_ITEM_PREFIX = re.compile(r"(?:[-*+]|\d{1,9}[.)]?)")
 class Block:
     start: int
     end: int
+    component: bool = False  # a component block, rendered as a card
+    closed: bool = True  # False: a code fence or component block still open at the end of the text
 
 
 def split_blocks(text: str) -> list[Block]:
     """Spans of `text`, one per markdown block. Blank lines separate blocks, except inside a
-    code fence and where a list goes on (a loose list stays one block)."""
+    code fence or a component block and where a list goes on (a loose list stays one block).
+    A component block needs no blank lines around it: its opener line starts a new block and
+    its closer line ends it. The opener counts only once its line is finished, so the block
+    before it, once committed, can never change."""
     blocks: list[Block] = []
     start: int | None = None
     last_content_end = 0
     fence: str | None = None
+    component = False
     blank_seen = False
     first_line = ""
     offset = 0
-    for line in text.split("\n"):
+    lines = text.split("\n")
+    for number, line in enumerate(lines):
         line_start, line_end = offset, offset + len(line)
         offset = line_end + 1
         stripped = line.strip()
+        if component:
+            last_content_end = line_end
+            if components.CLOSER.match(line) and start is not None:
+                blocks.append(Block(start, line_end, component=True))
+                start, component = None, False
+            continue
+        if fence is None and number < len(lines) - 1 and components.opener_type(line) is not None:
+            if start is not None:
+                blocks.append(Block(start, last_content_end))
+            start, component, blank_seen = line_start, True, False
+            last_content_end = line_end
+            continue
         if fence is not None:
             last_content_end = line_end
             if stripped.startswith(fence) and stripped.strip(fence[0]) == "":
@@ -141,7 +168,7 @@ def split_blocks(text: str) -> list[Block]:
         if match:
             fence = match.group(1)
     if start is not None:
-        blocks.append(Block(start, len(text)))
+        blocks.append(Block(start, len(text), component=component, closed=fence is None and not component))
     return blocks
 
 
@@ -156,16 +183,66 @@ class RenderedText:
     blocks: list[str]  # rendered HTML, one per finished block
     tail: str  # raw text of the block still being written ("" when complete)
     committed: int  # how many blocks are final
+    # HTML to show in place of the raw tail when it is (or ends in) a component block still being
+    # written: the escaped text before it, then its placeholder. "" when the tail is plain text.
+    tail_html: str = ""
 
 
 def render_text(text: str, *, complete: bool, already: int = 0) -> RenderedText:
     """Renders the finished blocks from number `already` on; the last block stays raw unless
-    the text is complete."""
+    the text is complete (or it is a component block whose closing line is finished)."""
     spans = split_blocks(text)
-    final = spans if complete else spans[:-1]
-    if not complete and len(spans) > 1 and _LIST_ITEM_PREFIX.fullmatch(text[spans[-1].start :]):
+    final = spans if complete else _final_spans(text, spans)
+    rendered = [_render_span(text, span) for span in final[already:]]
+    if len(final) == len(spans):
+        return RenderedText(rendered, "", len(final))
+    tail = text[spans[len(final)].start :]
+    return RenderedText(rendered, tail, len(final), _tail_html(tail, spans[-1]))
+
+
+@dataclass(frozen=True)
+class TailPatch:
+    replace: bool  # True: the tail element's content becomes `html`; False: `html` is appended
+    html: str
+
+
+def tail_patch(shown_tail: str, shown_html: str, rendered: RenderedText, *, complete: bool) -> TailPatch | None:
+    """How a live page's tail element must change to show `rendered`, given the `tail` and
+    `tail_html` it was last sent; None when it already shows it. Plain text that only grew is
+    appended (escaped); anything else replaces the tail, so the page always ends up exactly as
+    a page rendered from the same text: `tail_html` if set, else the escaped `tail`."""
+    if rendered.blocks or complete or rendered.tail_html != shown_html or not rendered.tail.startswith(shown_tail):
+        return TailPatch(True, rendered.tail_html or escape(rendered.tail))
+    if rendered.tail_html or len(rendered.tail) == len(shown_tail):
+        return None
+    return TailPatch(False, escape(rendered.tail[len(shown_tail) :]))
+
+
+def _final_spans(text: str, spans: list[Block]) -> list[Block]:
+    if not spans:
+        return []
+    last = spans[-1]
+    if last.component and last.closed and text[last.end : last.end + 1] == "\n":
+        return spans
+    if len(spans) > 1 and not spans[-2].component and _LIST_ITEM_PREFIX.fullmatch(text[last.start :]):
         # The block before may be a list this line will continue: not final yet.
-        final = spans[:-2]
-    rendered = [render_block(text[span.start : span.end]) for span in final[already:]]
-    tail = "" if complete or not spans else text[spans[len(final)].start :]
-    return RenderedText(rendered, tail, len(final))
+        return spans[:-2]
+    return spans[:-1]
+
+
+def _render_span(text: str, span: Block) -> str:
+    source = text[span.start : span.end]
+    return components.render(source) if span.component else render_block(source)
+
+
+def _tail_html(tail: str, last: Block) -> str:
+    if last.component:
+        return components.render_placeholder(components.opener_type(tail.split("\n", 1)[0]))
+    if not last.closed:
+        return ""  # inside a code fence: a `:::component` line there is code
+    # An opener still being typed: show the placeholder already, after any text of its block.
+    head, _, line = tail.rpartition("\n")
+    pending = components.pending_type(line)
+    if pending is None:
+        return ""
+    return escape(head.rstrip()) + components.render_placeholder(pending)

@@ -21,7 +21,6 @@ from asgiref.sync import sync_to_async
 from django.template import Template
 from django.template.loader import get_template
 from django.utils import timezone
-from django.utils.html import escape
 
 from chat.agent.loop import Outcome
 from chat.agent.types import AssistantMessage, ToolCall, ToolResult
@@ -29,7 +28,7 @@ from chat.agent.types import AssistantMessage, ToolCall, ToolResult
 from . import live, presenters
 from .events import send_fragment
 from .models import Message, Turn
-from .rendering import render_text
+from .rendering import render_text, tail_patch
 
 log = logging.getLogger(__name__)
 PROGRESS_INTERVAL_S = 0.2
@@ -66,7 +65,7 @@ class TurnSink:
         self._pending: list[str] = []
         self._dirty: set[int] = set()
         self._committed: dict[int, int] = {}  # step → finished blocks already pushed
-        self._sent: dict[int, int] = {}  # step → characters of text already pushed
+        self._tails: dict[int, tuple[str, str]] = {}  # step → (tail, tail_html) last pushed
         self._flush_handle: asyncio.TimerHandle | None = None
         self._lock = asyncio.Lock()
         self.first_token_at: float | None = None
@@ -87,21 +86,18 @@ class TurnSink:
 
     def _text_fragments(self, index: int, *, complete: bool) -> str:
         step = self._step(index)
-        text = step["text"]
-        committed = self._committed.get(index, 0)
-        rendered = render_text(text, complete=complete, already=committed)
-        html = []
+        rendered = render_text(step["text"], complete=complete, already=self._committed.get(index, 0))
         prefix = f"{self.turn_id}-{index}"
-        if rendered.blocks or complete:
-            if rendered.blocks:
-                html.append(f'<div hx-swap-oob="beforeend:#blocks-{prefix}">{"".join(rendered.blocks)}</div>')
-            html.append(f'<div id="tail-{prefix}" class="md-tail" hx-swap-oob="true">{escape(rendered.tail)}</div>')
-        else:
-            delta = text[self._sent.get(index, 0) :]
-            if delta:
-                html.append(f'<div hx-swap-oob="beforeend:#tail-{prefix}">{escape(delta)}</div>')
+        html = []
+        if rendered.blocks:
+            html.append(f'<div hx-swap-oob="beforeend:#blocks-{prefix}">{"".join(rendered.blocks)}</div>')
+        patch = tail_patch(*self._tails.get(index, ("", "")), rendered, complete=complete)
+        if patch is not None and patch.replace:
+            html.append(f'<div id="tail-{prefix}" class="md-tail" hx-swap-oob="true">{patch.html}</div>')
+        elif patch is not None:
+            html.append(f'<div hx-swap-oob="beforeend:#tail-{prefix}">{patch.html}</div>')
         self._committed[index] = rendered.committed
-        self._sent[index] = len(text)
+        self._tails[index] = (rendered.tail, rendered.tail_html)
         return "".join(html)
 
     async def flush(self, extra: str = "") -> None:
