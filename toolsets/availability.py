@@ -50,6 +50,11 @@ class Availability:
         return reverse("toolsets:settings") + f"#toolset-{self.toolset.id}"
 
     @property
+    def can_set_up(self) -> bool:
+        # A property, not `toolset.setup` in templates: Django would call the function.
+        return self.needs_setup and self.toolset.setup is not None and self.admin_enabled
+
+    @property
     def fixable_by_user(self) -> bool:
         return self.reason in (DISABLED_BY_USER, NEEDS_SETUP, NO_API_KEY)
 
