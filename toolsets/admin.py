@@ -35,7 +35,14 @@ class DurationFilter(admin.SimpleListFilter):
 @admin.register(ToolExecution)
 class ToolExecutionAdmin(admin.ModelAdmin):
     list_display = ["started_at", "user", "toolset", "tool", "status", "error_type", "duration_ms"]
-    list_filter = ["status", "toolset", "tool", "error_type", DurationFilter]
+    list_filter = [
+        "status",
+        "toolset",
+        "tool",
+        "error_type",
+        DurationFilter,
+        ("user", admin.RelatedOnlyFieldListFilter),
+    ]
     search_fields = ["user__username", "toolset", "tool", "tool_call_id", "error"]
     list_select_related = ["user"]
     raw_id_fields = ["user", "turn"]

@@ -204,3 +204,25 @@ def test_tokens_are_stored_hashed_and_shown_once(user: Any) -> None:
     stored = ApiToken.objects.get(user=user)
     assert stored.token_hash != token and token not in stored.token_hash
     assert token not in client.get("/toolsets/").content.decode()
+
+
+def test_tool_executions_are_filterable_in_admin(user: Any) -> None:
+    from django.contrib.auth import get_user_model
+
+    admin_user = get_user_model().objects.create_superuser("boss", password="x-long-password-1")
+    token = token_for(user)
+    post(Client(), url("clock_math", "calculate"), {"params": {"expression": "1+1"}}, Authorization=f"Bearer {token}")
+    client = Client()
+    client.force_login(admin_user)
+    for query in (
+        "",
+        f"?user__id__exact={user.pk}",
+        "?status=success",
+        "?toolset=clock_math",
+        "?duration=fast",
+        "?error_type=",
+        "?q=alice",
+    ):
+        response = client.get("/admin/toolsets/toolexecution/" + query)
+        assert response.status_code == 200, query
+        assert "calculate" in response.content.decode(), query
