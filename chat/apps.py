@@ -4,8 +4,3 @@ from django.apps import AppConfig
 class ChatConfig(AppConfig):
     name = "chat"
     default_auto_field = "django.db.models.BigAutoField"
-
-    def ready(self) -> None:
-        from chat.demo import register
-
-        register()

@@ -17,7 +17,6 @@ from django.conf import settings
 from django.db import close_old_connections
 from django.utils import timezone
 
-from chat.agent.llm import LiteLLMModel, ModelConfig
 from chat.agent.loop import Agent, CancelToken, Outcome
 
 from . import live
@@ -80,6 +79,9 @@ def _claim_in_db(turn_id: int) -> Turn | None:
 
 
 async def _run_claimed(turn: Turn, redis: Any) -> None:
+    # Imported here: LiteLLM is heavy, and only worker processes ever call a model.
+    from chat.agent.llm import LiteLLMModel, ModelConfig
+
     chat = turn.chat
     sink = TurnSink(turn, redis, window_ms=int(settings.TESSERA["STREAM_WINDOW_MS"]))
     cancel = CancelToken()

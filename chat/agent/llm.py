@@ -20,10 +20,15 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import litellm
 
+from chat.demo import register as register_demo_provider
+
 from .exceptions import ProviderError
-from .types import AssistantMessage, ToolCall, Usage
+from .types import AssistantMessage, Completed, StreamEvent, TextDelta, ToolCall, ToolCallOpened, Usage
 
 litellm.suppress_debug_info = True
+# The offline demo model is a LiteLLM custom provider. It is registered here, beside the one seam
+# that talks to LiteLLM, so every process that calls a model has it and no other loads LiteLLM.
+register_demo_provider()
 # Providers reject parameters they do not know (e.g. a demo-only knob); drop instead of failing.
 litellm.drop_params = True
 
@@ -132,25 +137,6 @@ def _get(obj: Any, key: str) -> Any:
         return obj.get(key)
     return getattr(obj, key, None)
 
-
-@dataclass
-class TextDelta:
-    text: str
-
-
-@dataclass
-class ToolCallOpened:
-    position: int
-    id: str
-    name: str
-
-
-@dataclass
-class Completed:
-    message: AssistantMessage
-
-
-StreamEvent = TextDelta | ToolCallOpened | Completed
 
 CompletionFn = Callable[..., Awaitable[Any]]
 

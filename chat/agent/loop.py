@@ -20,8 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar
 
 from .exceptions import Cancelled, Finished, ProviderError
-from .llm import Completed, StreamEvent, TextDelta, ToolCallOpened
-from .types import AssistantMessage, ToolCall, ToolResult, Usage
+from .types import AssistantMessage, Completed, StreamEvent, TextDelta, ToolCall, ToolCallOpened, ToolResult, Usage
 
 LIMIT_MESSAGE = (
     "You have used the maximum number of tool calls for this turn. Answer the user now, using "

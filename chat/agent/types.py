@@ -61,3 +61,23 @@ class AssistantMessage:
         if self.tool_calls:
             message["tool_calls"] = [call.to_openai() for call in self.tool_calls]
         return message
+
+
+@dataclass
+class TextDelta:
+    text: str
+
+
+@dataclass
+class ToolCallOpened:
+    position: int
+    id: str
+    name: str
+
+
+@dataclass
+class Completed:
+    message: AssistantMessage
+
+
+StreamEvent = TextDelta | ToolCallOpened | Completed

@@ -106,3 +106,16 @@ async def _cookie(user: Any) -> bytes:
     from asgiref.sync import sync_to_async
 
     return await sync_to_async(session_cookie)(user)
+
+
+async def test_idle_socket_stays_open_past_the_layers_blocking_timeout(user: Any) -> None:
+    """An open chat with nothing happening must not be dropped (the layer blocks for 5 s)."""
+    from chat.events import send_fragment
+
+    chat = await Chat.objects.acreate(owner=user)
+    comm = communicator(chat.pk, await _cookie(user))
+    await comm.connect()
+    assert await comm.receive_nothing(timeout=7, interval=0.5)
+    await send_fragment(chat.pk, 1, 1, '<div id="x" hx-swap-oob="true">still here</div>')
+    assert "still here" in await comm.receive_from(timeout=3)
+    await comm.disconnect()
