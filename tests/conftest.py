@@ -3,7 +3,6 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +13,7 @@ import redis
 from django.conf import settings
 
 from config import embedded_redis
+from config.processes import web_command, worker_command
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -117,31 +117,14 @@ def stack(django_db_setup: Any, django_db_blocker: Any, redis_server: str) -> It
     logs.mkdir(parents=True, exist_ok=True)
     port = _free_port()
     worker = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "config",
-            "worker",
-            "--pool",
-            "threads",
-            "--concurrency",
-            "16",
-            "--loglevel",
-            "INFO",
-            "--without-gossip",
-            "--without-mingle",
-            "--hostname",
-            f"test-{port}@%h",
-        ],
+        worker_command(concurrency=16, hostname=f"test-{port}@%h"),
         cwd=ROOT,
         env=env,
         stdout=open(logs / "worker.log", "wb"),  # noqa: SIM115 - the child process owns it
         stderr=subprocess.STDOUT,
     )
     web = subprocess.Popen(
-        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "config.asgi:application"],
+        web_command(host="127.0.0.1", port=port),
         cwd=ROOT,
         env=env,
         stdout=open(logs / "web.log", "wb"),  # noqa: SIM115 - the child process owns it

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from typing import Any
 
@@ -17,6 +16,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from config import embedded_redis
+from config.processes import web_command, worker_command
 
 
 class Command(BaseCommand):
@@ -47,39 +47,13 @@ class Command(BaseCommand):
             if not options["no_worker"]:
                 children.append(
                     subprocess.Popen(
-                        [
-                            sys.executable,
-                            "-m",
-                            "celery",
-                            "-A",
-                            "config",
-                            "worker",
-                            "--pool",
-                            "threads",
-                            "--concurrency",
-                            str(options["concurrency"]),
-                            "--loglevel",
-                            "INFO",
-                            "--without-gossip",
-                            "--without-mingle",
-                            "--hostname",
-                            f"tessera@%h-{os.getpid()}",
-                        ],
+                        worker_command(concurrency=options["concurrency"], hostname=f"tessera@%h-{os.getpid()}"),
                         env=env,
                     )
                 )
             children.append(
                 subprocess.Popen(
-                    [
-                        sys.executable,
-                        "-m",
-                        "daphne",
-                        "-b",
-                        options["host"],
-                        "-p",
-                        str(options["port"]),
-                        "config.asgi:application",
-                    ],
+                    web_command(host=options["host"], port=options["port"]),
                     env=env,
                 )
             )

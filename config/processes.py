@@ -1,0 +1,19 @@
+"""The command lines of Tessera's two kinds of process, shared by `manage.py serve`, the tests
+and the benchmark so they all run the stack the same way."""
+
+from __future__ import annotations
+
+import sys
+
+
+def worker_command(*, concurrency: int | str, hostname: str) -> list[str]:
+    # Threads, not prefork: a turn mostly waits on the provider, so one process carries many.
+    return [
+        sys.executable, "-m", "celery", "-A", "config", "worker",
+        "--pool", "threads", "--concurrency", str(concurrency), "--loglevel", "INFO",
+        "--without-gossip", "--without-mingle", "--hostname", hostname,
+    ]  # fmt: skip
+
+
+def web_command(*, host: str, port: int | str) -> list[str]:
+    return [sys.executable, "-m", "daphne", "-b", host, "-p", str(port), "config.asgi:application"]
