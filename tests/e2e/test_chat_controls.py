@@ -187,3 +187,30 @@ def test_agentic_chat_uses_exa(page: Page, exa_configured: FakeExa) -> None:
     first_title = result["results"][0]["title"]
     expect(answer).to_contain_text(first_title)
     assert exa_configured.requests[-1].path == "/search"
+
+
+def test_card_is_open_while_calling_and_closes_when_done_unless_opened(page: Page, exa_configured: FakeExa) -> None:
+    open_chat(page)
+    open_popover(page)
+    page.get_by_test_id("toolset-checkbox-exa").check()
+    expect(page.get_by_test_id("toolset-row-exa")).to_contain_text("(4/4)")
+    page.keyboard.press("Escape")
+    # The fake Exa server answers "[exa:slow]" queries after a few seconds.
+    send(page, "Search the web for [exa:slow] llamas")
+    card = page.locator('[data-testid=tool-call-message][data-tool="toolset__exa__search"]').last
+    expect(card).to_have_attribute("data-status", "calling", timeout=15_000)
+    assert card.evaluate("c => c.open")
+    expect(card.get_by_test_id("tool-call-summary")).to_contain_text("Searching the web for")
+    wait_turn_done(page, timeout=30_000)
+    expect(card).to_have_attribute("data-status", "success")
+    assert not card.evaluate("c => c.open")
+
+    send(page, "Search the web for [exa:slow] alpacas")
+    card = page.locator('[data-testid=tool-call-message][data-tool="toolset__exa__search"]').last
+    expect(card).to_have_attribute("data-status", "calling", timeout=15_000)
+    card.locator("summary").click()  # the reader closes it…
+    card.locator("summary").click()  # …and opens it again: from now on it is theirs
+    wait_turn_done(page, timeout=30_000)
+    expect(card).to_have_attribute("data-status", "success")
+    assert card.evaluate("c => c.open")
+    expect(card).to_contain_text("Took")
