@@ -12,7 +12,6 @@ urlpatterns = [
     path("chats/<int:chat_id>/stop/", views.stop, name="stop"),
     path("chats/<int:chat_id>/rename/", views.rename, name="rename"),
     path("chats/<int:chat_id>/delete/", views.delete, name="delete"),
-    path("chats/<int:chat_id>/model/", views.set_model, name="model"),
     path("chats/<int:chat_id>/tools/", views.update_tools, name="tools"),
     path("chats/<int:chat_id>/settings/", views.update_settings, name="settings"),
     path("chats/tools/", views.update_default_tools, name="default_tools"),

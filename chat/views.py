@@ -205,16 +205,6 @@ def delete(request: AuthedRequest, chat_id: int) -> HttpResponse:
     return HttpResponseClientRedirect(reverse("chat:home"))
 
 
-@login_required
-@require_POST
-def set_model(request: AuthedRequest, chat_id: int) -> HttpResponse:
-    chat = _get_chat_for_user(request, chat_id)
-    model = get_object_or_404(LLMModel, pk=request.POST.get("model", ""), enabled=True)
-    chat.model = model
-    chat.save(update_fields=["model", "updated_at"])
-    return HttpResponse(status=204)
-
-
 def _defaults(request: AuthedRequest) -> UserChatDefaults:
     defaults, _ = UserChatDefaults.objects.get_or_create(
         user=request.user, defaults={"enabled_tools": sel.default_selection()}

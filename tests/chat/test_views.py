@@ -13,7 +13,7 @@ from chat.models import Chat, LLMModel, Message, Turn
 
 pytestmark = pytest.mark.django_db
 
-POST_VIEWS = ["chat:send", "chat:stop", "chat:rename", "chat:delete", "chat:model"]
+POST_VIEWS = ["chat:send", "chat:stop", "chat:rename", "chat:delete", "chat:settings", "chat:tools"]
 
 
 @pytest.fixture
@@ -250,24 +250,29 @@ def test_delete_removes_the_chat_and_its_messages(owner: Client, chat: Chat) -> 
     assert not Turn.objects.exists()
 
 
-def test_set_model_switches_to_an_enabled_model(owner: Client, chat: Chat) -> None:
+def test_settings_switch_to_an_enabled_model(owner: Client, chat: Chat) -> None:
     other = LLMModel.objects.create(name="Other", model="openai/gpt-4o")
 
-    response = owner.post(_url("chat:model", chat), {"model": other.pk})
+    response = owner.post(
+        _url("chat:settings", chat), {"model": other.pk, "limit_tool_iterations": "on", "max_tool_iterations": "3"}
+    )
 
-    assert response.status_code == 204
+    assert response.status_code == 200 and "Saved" in response.content.decode()
     chat.refresh_from_db()
-    assert chat.model == other
+    assert chat.model == other and chat.max_tool_iterations == 3 and chat.limit_tool_iterations
 
 
-def test_set_model_refuses_a_disabled_model(owner: Client, chat: Chat, demo_model: LLMModel) -> None:
+def test_settings_refuse_a_disabled_model_and_numbers_past_the_cap(
+    owner: Client, chat: Chat, demo_model: LLMModel
+) -> None:
     disabled = LLMModel.objects.create(name="Off", model="openai/gpt-4o", enabled=False)
 
-    response = owner.post(_url("chat:model", chat), {"model": disabled.pk})
+    response = owner.post(_url("chat:settings", chat), {"model": disabled.pk, "max_tool_iterations": "999"})
 
-    assert response.status_code == 404
+    assert "Choose a number from 1 to 25." in response.content.decode()
     chat.refresh_from_db()
-    assert chat.model == demo_model
+    assert chat.model == demo_model and chat.max_tool_iterations == 5
+    assert not chat.limit_tool_iterations  # the switch was not sent: off
 
 
 # --- the chat page ----------------------------------------------------------------------------
