@@ -74,7 +74,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
             seq = 0 if view["active"] else 10**9
             view["seq"] = seq
         html = render("chat/_turn.html", {"turn": view, "oob": True})
-        await self.send(text_data=frame(turn_id, seq, html))
+        await self.send(text_data=frame(turn_id, seq, html, full=True))
 
     async def chat_fragment(self, event: FragmentMessage) -> None:
         await self.send(text_data=frame(event["turn"], event["seq"], event["html"]))

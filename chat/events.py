@@ -22,10 +22,11 @@ def group_name(chat_id: int) -> str:
     return f"chat.{chat_id}"
 
 
-def frame(turn_id: int, seq: int, html: str) -> str:
+def frame(turn_id: int, seq: int, html: str, *, full: bool = False) -> str:
     """What goes on the socket: a sequence marker the page uses to drop stale or duplicate
-    fragments after a reconnect, then the out-of-band HTML."""
-    return f"<!--seq {turn_id} {seq}-->{html}"
+    fragments after a reconnect, then the out-of-band HTML. A `full` frame carries the whole
+    turn (a sync) and is applied whatever came before it."""
+    return f"<!--seq {turn_id} {seq}{' full' if full else ''}-->{html}"
 
 
 async def send_fragment(chat_id: int, turn_id: int, seq: int, html: str, layer: Any = None) -> None:

@@ -82,7 +82,15 @@ class TurnSink:
     def _schedule_flush(self) -> None:
         if self._flush_handle is None:
             loop = asyncio.get_running_loop()
-            self._flush_handle = loop.call_later(self.window_s, lambda: asyncio.ensure_future(self.flush()))
+            self._flush_handle = loop.call_later(self.window_s, lambda: asyncio.ensure_future(self._timed_flush()))
+
+    async def _timed_flush(self) -> None:
+        # A failed push must not vanish in an unawaited task: log it. The live state already
+        # holds the text, and the page asks for a sync when it sees the gap in sequence numbers.
+        try:
+            await self.flush()
+        except Exception:
+            log.exception("Pushing fragments of turn %s failed", self.turn_id)
 
     def _text_fragments(self, index: int, *, complete: bool) -> str:
         step = self._step(index)
@@ -151,6 +159,12 @@ class TurnSink:
         state["state"] = {"complete": "complete", "stopped": "stopped", "failed": "failed"}[status]
         if status != "complete":
             state["cards"] = []  # calls cut off mid-stream never ran
+        # The last words go out before the database write: the reader should not wait on it.
+        self._dirty.discard(step)
+        html = self._text_fragments(step, complete=True)
+        if status != "complete":
+            html += self._cards_html(step)
+        await self.flush(html)
         if message.content or message.tool_calls or status == "complete":
             await _save_message(
                 chat_id=self.chat_id,
@@ -161,11 +175,6 @@ class TurnSink:
                 tool_calls=[c.to_openai() for c in message.tool_calls] or None,
                 metadata={status: True} if status != "complete" else {},
             )
-        self._dirty.discard(step)
-        html = self._text_fragments(step, complete=True)
-        if status != "complete":
-            html += self._cards_html(step)
-        await self.flush(html)
 
     def _cards_html(self, step: int) -> str:
         cards = self._step(step)["cards"]

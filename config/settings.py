@@ -168,7 +168,7 @@ CHANNEL_LAYERS = {
             "hosts": [{"address": REDIS_URL, "socket_timeout": 30, "health_check_interval": 15}],
             # A turn pushes a batch every window, not a message per token, so the default
             # capacity is ample; it is raised to ride out a socket that stalls briefly.
-            "capacity": env_int("CHANNEL_CAPACITY", 500),
+            "capacity": env_int("CHANNEL_CAPACITY", 1000),
             "expiry": 60,
             "prefix": "tessera:ch:",
         },

@@ -131,7 +131,7 @@
   // Every socket message starts with <!--seq TURN N-->. The turn element remembers the last N it
   // applied: older or repeated fragments (possible right after a reconnect) are dropped, and
   // fragments for a turn the page does not show yet wait for the sync that follows.
-  var SEQ = /^<!--seq (\d+) (\d+)-->/;
+  var SEQ = /^<!--seq (\d+) (\d+)( full)?-->/;
   document.addEventListener("htmx:wsBeforeMessage", function (e) {
     var m = SEQ.exec(e.detail.message || "");
     if (!m) return;
@@ -140,6 +140,13 @@
     if (!turn) { e.preventDefault(); return; }
     var seen = parseInt(turn.dataset.seq || "0", 10);
     if (seq <= seen) { e.preventDefault(); return; }
+    if (seq > seen + 1 && seen > 0 && !m[3]) {
+      // A fragment went missing (e.g. the worker could not publish it): the live state in Redis
+      // is complete, so ask for it instead of applying this one on top of a gap.
+      e.preventDefault();
+      requestSync(m[1]);
+      return;
+    }
     turn.dataset.seq = String(seq);
   });
   document.addEventListener("htmx:wsAfterMessage", function () {

@@ -84,7 +84,7 @@ async def test_connect_mid_turn_sends_exact_live_state(user: Any) -> None:
     comm = communicator(chat.pk, await _cookie(user))
     await comm.connect()
     message = await comm.receive_from(timeout=3)
-    assert message.startswith(f"<!--seq {turn.pk} 7-->")
+    assert message.startswith(f"<!--seq {turn.pk} 7 full-->")
     assert f'id="turn-{turn.pk}"' in message and 'data-seq="7"' in message
     assert "<p>First paragraph.</p>" in message
     assert "Second is stre</div>" in message
