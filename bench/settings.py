@@ -1,0 +1,61 @@
+"""Tessera's settings with the benchmark's experiments on top (never used outside bench/).
+
+`BENCH_CHANNEL_LAYER=pubsub` swaps the channel layer for channels-redis's RedisPubSubChannelLayer,
+so the two layers can be measured against each other without editing config/settings.py.
+"""
+
+from __future__ import annotations
+
+import os
+
+from config.settings import *  # noqa: F403
+from config.settings import REDIS_URL
+
+if os.environ.get("BENCH_CHANNEL_LAYER") == "pubsub":
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL], "prefix": "tessera:ch:"},
+        }
+    }
+
+if os.environ.get("BENCH_GC_LOG"):
+    # Garbage-collector pauses stop every thread of the process (the GIL is held throughout):
+    # the bench reads this log to tell them apart from other latency spikes.
+    import gc
+    import time
+
+    _gc_log = open(f"{os.environ['BENCH_GC_LOG']}-{os.getpid()}.log", "a", buffering=1)  # noqa: SIM115
+    _gc_started = [0.0]
+
+    def _gc_timer(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            _gc_started[0] = time.monotonic()
+        else:
+            pause = time.monotonic() - _gc_started[0]
+            if pause >= 0.002:
+                _gc_log.write(f"{time.monotonic():.4f} {info['generation']} {pause * 1000:.1f} {info['collected']}\n")
+
+    gc.callbacks.append(_gc_timer)
+
+if os.environ.get("BENCH_GC_FREEZE"):
+    # Experiment: move everything alive once the worker has started (Django, Celery, LiteLLM
+    # and their imports) out of the collector's reach, so a full collection only walks what
+    # the turns allocate.
+    from celery.signals import worker_ready
+
+    @worker_ready.connect
+    def _freeze_after_start(**_: object) -> None:
+        import gc
+
+        gc.collect()
+        gc.freeze()
+
+
+if os.environ.get("BENCH_LITELLM_HTTPX") and "celery" in " ".join(__import__("sys").argv):
+    # Experiment (worker only): LiteLLM's httpx transport instead of its default aiohttp one,
+    # whose per-event-loop sessions are left for the garbage collector to finalize.
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    litellm.disable_aiohttp_transport = True
