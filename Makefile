@@ -36,6 +36,7 @@ run: install
 
 test: install /usr/bin/chromium
 	$(PY) -m ruff check .
+	$(PY) -m mypy .
 	$(PY) -m pytest
 
 lint: install
