@@ -228,6 +228,8 @@
       showError((xhr && xhr.status && xhr.responseText && xhr.responseText.length < 300) ? xhr.responseText : "Could not send the message. Check your connection and try again.");
     }
   });
+  // Right after the swap (not only after settling), so the box never shows a stale state.
+  document.addEventListener("htmx:oobAfterSwap", function () { applyTriState(); });
   document.addEventListener("htmx:afterSettle", function () { applyTriState(); });
   document.addEventListener("htmx:afterSwap", function (e) {
     if (e.detail.target && e.detail.target.id === "messages") {

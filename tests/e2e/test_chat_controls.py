@@ -113,7 +113,9 @@ def test_tri_state_and_clicking_mixed_enables_all(page: Page) -> None:
     page.get_by_test_id("tool-checkbox-clock_math-calculate").uncheck()
     box = page.get_by_test_id("toolset-checkbox-clock_math")
     expect(box).to_have_attribute("aria-checked", "mixed")
-    assert box.evaluate("b => b.indeterminate")
+    page.wait_for_function(
+        "() => document.querySelector('[data-testid=toolset-checkbox-clock_math]').indeterminate", timeout=2_000
+    )
     box.click()
     expect(box).to_have_attribute("aria-checked", "true")
     expect(page.get_by_test_id("tool-checkbox-clock_math-calculate")).to_be_checked()
