@@ -458,3 +458,16 @@ def test_every_tool_has_a_display_name_summary_and_status_text() -> None:
         assert tool_.summarize is not None and tool_.status_text is not None
         assert tool_.status_text({}).endswith("…")
     assert {t.name for t in toolset.tools if t.side_effects} == {"create_task", "update_task", "draft_social_post"}
+
+
+def test_has_data_is_one_query_whatever_the_answer(db: Any, django_assert_num_queries: Any) -> None:
+    from django.contrib.auth import get_user_model
+
+    from toolsets.workspace.sample_data import has_data, seed_for_user
+
+    user = get_user_model().objects.create_user("quinn")
+    with django_assert_num_queries(1):
+        assert not has_data(user.pk)
+    seed_for_user(user)
+    with django_assert_num_queries(1):
+        assert has_data(user.pk)
