@@ -14,6 +14,7 @@ import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from urllib.parse import urlsplit
 
 TOOL_PREFIX = "toolset"
 SEPARATOR = "__"
@@ -114,6 +115,20 @@ def humanize(name: str) -> str:
     words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).replace("_", " ").replace("-", " ").split()
     text = " ".join(words).lower()
     return text[:1].upper() + text[1:]
+
+
+def plural(count: int, word: str) -> str:
+    """ "1 result", "3 results": for summaries and status texts."""
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def url_host(url: object) -> str:
+    """The host of a URL for a one-line text, or the (shortened) URL when it has none."""
+    text = str(url)
+    try:
+        return urlsplit(text).hostname or text[:60]
+    except ValueError:
+        return text[:60]
 
 
 def tool(

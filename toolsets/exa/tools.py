@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import os
 from typing import Annotated, Any
-from urllib.parse import urlsplit
 
 import httpx
 
-from toolsets.base import ToolContext, ToolFailure, Toolset, tool
+from toolsets.base import ToolContext, ToolFailure, Toolset, plural, tool, url_host
 
 DEFAULT_BASE_URL = os.environ.get("EXA_BASE_URL") or "https://api.exa.ai"
 MAX_RESULTS = 10
@@ -93,14 +92,6 @@ def _results(data: dict[str, Any], text_chars: int = 0) -> list[dict[str, Any]]:
     return [_normalise(item, text_chars) for item in items if isinstance(item, dict)]
 
 
-def _count(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
-
-
-def _host(url: Any) -> str:
-    return urlsplit(str(url)).hostname or str(url)
-
-
 def _cap(num_results: int) -> int:
     return max(1, min(MAX_RESULTS, int(num_results)))
 
@@ -108,7 +99,7 @@ def _cap(num_results: int) -> int:
 @tool(
     display_name="Search",
     timeout_s=20,
-    summarize=lambda result: f"{_count(len(result['results']), 'result')} for “{result['query']}”",
+    summarize=lambda result: f"{plural(len(result['results']), 'result')} for “{result['query']}”",
     status_text=lambda args: f"Searching the web for “{args.get('query', '')}”…",
 )
 async def search(
@@ -132,8 +123,8 @@ async def search(
 @tool(
     display_name="Find similar",
     timeout_s=20,
-    summarize=lambda result: f"{_count(len(result['results']), 'page')} similar to {_host(result['url'])}",
-    status_text=lambda args: f"Finding pages similar to {_host(args.get('url', ''))}…",
+    summarize=lambda result: f"{plural(len(result['results']), 'page')} similar to {url_host(result['url'])}",
+    status_text=lambda args: f"Finding pages similar to {url_host(args.get('url', ''))}…",
 )
 async def find_similar(
     ctx: ToolContext,
@@ -155,14 +146,14 @@ async def find_similar(
 
 def _contents_summary(result: dict[str, Any]) -> str:
     read, asked = len(result["results"]), len(result["urls"])
-    return f"Read {_count(read, 'page')}" if read == asked else f"Read {read} of {_count(asked, 'page')}"
+    return f"Read {plural(read, 'page')}" if read == asked else f"Read {read} of {plural(asked, 'page')}"
 
 
 def _contents_status(args: dict[str, Any]) -> str:
     urls = args.get("urls")
     if not isinstance(urls, list):
         urls = []
-    return f"Reading {_host(urls[0])}…" if len(urls) == 1 else f"Reading {_count(len(urls), 'page')}…"
+    return f"Reading {url_host(urls[0])}…" if len(urls) == 1 else f"Reading {plural(len(urls), 'page')}…"
 
 
 @tool(
@@ -205,7 +196,7 @@ def _answer_citations(data: dict[str, Any]) -> list[dict[str, str]]:
 @tool(
     display_name="Answer",
     timeout_s=45,
-    summarize=lambda result: f"Answer with {_count(len(result['citations']), 'citation')}",
+    summarize=lambda result: f"Answer with {plural(len(result['citations']), 'citation')}",
     status_text=lambda args: f"Looking up an answer to “{args.get('query', '')}”…",
 )
 async def answer(

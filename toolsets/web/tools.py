@@ -9,12 +9,12 @@ import ssl
 from collections.abc import Callable
 from html.parser import HTMLParser
 from typing import Annotated, Any
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urljoin
 
 import httpcore
 import httpx
 
-from toolsets.base import ToolContext, ToolFailure, Toolset, tool
+from toolsets.base import ToolContext, ToolFailure, Toolset, tool, url_host
 
 from .safety import AddressCheck, Destination, PinnedTransport, Resolver, check_destination, default_check
 from .safety import system_resolver as default_resolver
@@ -319,16 +319,9 @@ class ReadableHTML(HTMLParser):
 # --- The tool ----------------------------------------------------------------------------------
 
 
-def _host(url: str) -> str:
-    try:
-        return urlsplit(url).hostname or url[:60]
-    except ValueError:
-        return url[:60]
-
-
 def _summary(result: Any) -> str:
     size = len(result["text"].encode()) / 1024
-    label = f"“{result['title']}”" if result["title"] else _host(result["url"])
+    label = f"“{result['title']}”" if result["title"] else url_host(result["url"])
     text = f"{label} · {size:.1f} KB" if size < 10 else f"{label} · {size:.0f} KB"
     return text + (" (truncated)" if result["truncated"] else "")
 
@@ -338,7 +331,7 @@ def _summary(result: Any) -> str:
     timeout_s=20,
     side_effects=False,
     summarize=_summary,
-    status_text=lambda args: f"Fetching {_host(str(args.get('url', '')))}…",
+    status_text=lambda args: f"Fetching {url_host(str(args.get('url', '')))}…",
 )
 async def fetch_page(
     ctx: ToolContext,

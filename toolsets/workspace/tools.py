@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 from django.db.models import Count, F, Q, QuerySet
 from django.utils import timezone
 
-from toolsets.base import ToolContext, ToolFailure, Toolset, tool
+from toolsets.base import ToolContext, ToolFailure, Toolset, plural, tool
 
 from .models import CalendarEvent, Email, Meeting, Project, SocialPost, Task
 from .sample_data import has_data
@@ -61,10 +61,6 @@ def _parse_date(value: str, field: str) -> date:
 
 def _day_start(day: date) -> datetime:
     return timezone.make_aware(datetime.combine(day, datetime.min.time()))
-
-
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}{'' if count == 1 else 's'}"
 
 
 def _clean_name(name: str) -> str:
@@ -165,7 +161,7 @@ def _post_dict(post: SocialPost) -> dict[str, Any]:
 @tool(
     display_name="List projects",
     timeout_s=10,
-    summarize=lambda r: _plural(r["count"], "project") if r["count"] else "No projects",
+    summarize=lambda r: plural(r["count"], "project") if r["count"] else "No projects",
     status_text=lambda args: "Listing projects…",
 )
 def list_projects(ctx: ToolContext) -> dict[str, Any]:
@@ -191,7 +187,7 @@ def list_projects(ctx: ToolContext) -> dict[str, Any]:
 def _tasks_summary(result: dict[str, Any]) -> str:
     if not result["count"]:
         return "No tasks match"
-    return f"{_plural(result['count'], 'task')} from {_plural(len(result['projects']), 'project')}"
+    return f"{plural(result['count'], 'task')} from {plural(len(result['projects']), 'project')}"
 
 
 @tool(
@@ -323,7 +319,7 @@ def update_task(
 def _events_summary(result: dict[str, Any]) -> str:
     start, end = date.fromisoformat(result["startDate"]), date.fromisoformat(result["endDate"])
     span = f"{start:%a %-d %b} – {end:%a %-d %b}"
-    return f"{_plural(result['count'], 'event')}, {span}" if result["count"] else f"No events, {span}"
+    return f"{plural(result['count'], 'event')}, {span}" if result["count"] else f"No events, {span}"
 
 
 @tool(
@@ -361,10 +357,10 @@ def list_events(
 
 def _emails_summary(result: dict[str, Any]) -> str:
     if result["unreadOnly"]:
-        return _plural(result["count"], "unread email") if result["count"] else "No unread emails"
+        return plural(result["count"], "unread email") if result["count"] else "No unread emails"
     if not result["count"]:
         return "No emails"
-    return f"{_plural(result['count'], 'email')}, {result['unreadCount']} unread"
+    return f"{plural(result['count'], 'email')}, {result['unreadCount']} unread"
 
 
 @tool(
@@ -408,7 +404,7 @@ def get_email(ctx: ToolContext, email_id: Annotated[int, "The email's id"]) -> d
 
 def _meetings_summary(result: dict[str, Any]) -> str:
     on = f" on {result['date']}" if result["date"] else ""
-    return f"{_plural(result['count'], 'meeting')}{on}" if result["count"] else f"No meetings{on}"
+    return f"{plural(result['count'], 'meeting')}{on}" if result["count"] else f"No meetings{on}"
 
 
 @tool(
@@ -434,7 +430,7 @@ def list_meetings(
 def _meeting_summary(result: dict[str, Any]) -> str:
     items = result["actionItems"]
     open_items = sum(1 for item in items if not item.get("done"))
-    return f"{result['title']}: {_plural(len(items), 'action item')}, {open_items} open"
+    return f"{result['title']}: {plural(len(items), 'action item')}, {open_items} open"
 
 
 @tool(
@@ -455,7 +451,7 @@ def get_meeting(ctx: ToolContext, meeting_id: Annotated[int, "The meeting's id"]
     display_name="Draft social post",
     timeout_s=10,
     side_effects=True,
-    summarize=lambda r: f"Saved a {r['platformName']} draft ({_plural(r['characters'], 'character')})",
+    summarize=lambda r: f"Saved a {r['platformName']} draft ({plural(r['characters'], 'character')})",
     status_text=lambda args: f"Saving a {POST_NAMES.get(args.get('platform', ''), 'social')} draft…",
 )
 def draft_social_post(
