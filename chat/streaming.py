@@ -17,7 +17,6 @@ import time
 from functools import cache
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from django.template import Template
 from django.template.loader import get_template
 from django.utils import timezone
@@ -29,6 +28,7 @@ from . import live, presenters
 from .events import send_fragment
 from .models import Message, Turn
 from .rendering import render_text, tail_patch
+from .worker_loop import db
 
 log = logging.getLogger(__name__)
 PROGRESS_INTERVAL_S = 0.2
@@ -278,12 +278,12 @@ class TurnSink:
         await self.flush(self._turn_state_html())
 
 
-@sync_to_async(thread_sensitive=False)
+@db
 def _save_message(**fields: Any) -> None:
     Message.objects.create(**fields)
 
 
-@sync_to_async(thread_sensitive=False)
+@db
 def _save_tool_message(chat_id: int, turn_id: int, step: int, position: int, call_id: str, result: ToolResult) -> None:
     from toolsets.models import ToolExecution
 
@@ -302,7 +302,7 @@ def _save_tool_message(chat_id: int, turn_id: int, step: int, position: int, cal
         )
 
 
-@sync_to_async(thread_sensitive=False)
+@db
 def _finish_turn(
     turn_id: int, *, status: str, outcome: Outcome, notices: list[str], first_token_at: float | None
 ) -> None:

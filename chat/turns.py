@@ -1,8 +1,8 @@
 """Running one turn inside a worker: load it, claim it, run the agent loop, persist.
 
-Everything for one turn happens in one asyncio event loop (Redis, the channel layer, the model
-stream, parallel tools), so a worker thread can carry a turn at almost no cost while the model
-is thinking.
+Every turn of a worker process runs in the process's one event loop (`chat.worker_loop`):
+Redis, the channel layer, the model stream and parallel tools are all coroutines, so a turn
+costs almost nothing while the model is thinking. Database calls hop to the loop's thread pool.
 """
 
 from __future__ import annotations
@@ -12,18 +12,17 @@ import contextlib
 import logging
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db import close_old_connections
 from django.utils import timezone
 
 from chat.agent.loop import Agent, CancelToken, Outcome
 
-from . import live
+from . import live, worker_loop
 from .models import AppSettings, LLMModel, Message, Turn
 from .prompts import system_prompt
 from .streaming import TurnSink, render
 from .tools import ChatToolBox
+from .worker_loop import db
 
 log = logging.getLogger(__name__)
 
@@ -34,33 +33,35 @@ UNEXPECTED_ERROR = "Something went wrong while answering. Your message is saved;
 
 
 def run_turn_sync(turn_id: int) -> None:
-    """Entry point for the Celery task."""
-    close_old_connections()
-    try:
-        asyncio.run(run_turn(turn_id))
-    finally:
-        close_old_connections()
+    """Entry point for the Celery task: the pool thread waits while the process's loop runs the
+    turn."""
+    loop = worker_loop.get()
+    loop.run(run_turn(turn_id, loop.redis()))
 
 
-async def run_turn(turn_id: int) -> None:
-    redis = live.async_client()
+async def run_turn(turn_id: int, redis: Any = None) -> None:
+    """Runs one turn; with no Redis client given it makes its own (tests, one-off calls)."""
+    own = redis is None
+    if own:
+        redis = live.async_client()
     try:
         turn = await _claim(turn_id, redis)
         if turn is None:
             return
         await _run_claimed(turn, redis)
     finally:
-        await redis.aclose()
+        if own:
+            await redis.aclose()
 
 
 async def _claim(turn_id: int, redis: Any) -> Turn | None:
     """Takes the turn if it is queued. A turn found running with no heartbeat was left by a
     dead worker: it is marked interrupted, never run again (its tools may have side effects)."""
-    claimed = await sync_to_async(_claim_in_db, thread_sensitive=False)(turn_id)
+    claimed = await db(_claim_in_db)(turn_id)
     if claimed is not None:
         await redis.set(live.key(turn_id, "alive"), "1", ex=live.ALIVE_TTL_S)
         return claimed
-    turn = await Turn.objects.filter(pk=turn_id).select_related("chat").afirst()
+    turn = await db(Turn.objects.filter(pk=turn_id).select_related("chat").first)()
     if turn is None or turn.status != Turn.Status.RUNNING:
         return None
     if await redis.exists(live.key(turn_id, "alive")):
@@ -87,13 +88,13 @@ async def _run_claimed(turn: Turn, redis: Any) -> None:
     cancel = CancelToken()
     watcher = asyncio.create_task(_watch(turn.pk, redis, cancel))
     try:
-        llm = turn.model or await sync_to_async(LLMModel.default, thread_sensitive=False)()
+        llm = turn.model or await db(LLMModel.default)()
         if llm is None:
             await sink.finish(Outcome("failed", 0, error="No model is configured. An administrator needs to add one."))
             return
-        messages = await sync_to_async(_transcript, thread_sensitive=False)(chat.pk)
+        messages = await db(_transcript)(chat.pk)
         toolbox = ChatToolBox(user_id=chat.owner_id, turn_id=turn.pk, selection=chat.enabled_tools)
-        await sync_to_async(toolbox.prepare, thread_sensitive=False)()
+        await db(toolbox.prepare)()
         sink.toolbox = toolbox
         toolbox.on_progress = sink.tool_progress
         if toolbox.skipped:
@@ -108,7 +109,7 @@ async def _run_claimed(turn: Turn, redis: Any) -> None:
                 backoff_s=settings.TESSERA["PROVIDER_BACKOFF_S"],
             )
         )
-        app = await sync_to_async(AppSettings.load, thread_sensitive=False)()
+        app = await db(AppSettings.load)()
         agent = Agent(model, toolbox, sink, cancel, max_iterations=app.effective_iterations(chat))
         prompt = {"role": "system", "content": system_prompt(timezone.now())}
         outcome = await agent.run([prompt, *messages])
@@ -146,7 +147,7 @@ def _transcript(chat_id: int) -> list[dict[str, Any]]:
 async def interrupt(turn: Turn, redis: Any) -> None:
     """Closes a turn whose worker died: keeps what was streamed and says what happened."""
     state = await live.aread_state(redis, turn.pk)
-    await sync_to_async(_persist_interrupted, thread_sensitive=False)(turn.pk, state)
+    await db(_persist_interrupted)(turn.pk, state)
     from .events import send_fragment
 
     if state is None:

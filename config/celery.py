@@ -1,7 +1,7 @@
 import os
 
 from celery import Celery
-from celery.signals import worker_ready
+from celery.signals import worker_ready, worker_shutdown
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -11,7 +11,16 @@ app.autodiscover_tasks()
 
 
 @worker_ready.connect
-def _warm_up_litellm(**_: object) -> None:
+def _start_turn_loop(**_: object) -> None:
+    """Starts the process's turn loop and warms LiteLLM up in it, before the first turn arrives."""
+    from chat import worker_loop
     from chat.agent.llm import warm_up
 
-    warm_up()
+    worker_loop.get().run(warm_up())
+
+
+@worker_shutdown.connect
+def _stop_turn_loop(**_: object) -> None:
+    from chat import worker_loop
+
+    worker_loop.shutdown()

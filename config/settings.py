@@ -253,6 +253,8 @@ TESSERA = {
     "CANCEL_POLL_S": env_float("TESSERA_CANCEL_POLL_S", 0.15),
     "DEMO_TOKENS_PER_SECOND": env_float("TESSERA_DEMO_TOKENS_PER_SECOND", 40.0),
     "TOOL_RESULT_MODEL_LIMIT": env_int("TESSERA_TOOL_RESULT_MODEL_LIMIT", 16_000),
+    # Threads a worker process lends its turns for database calls and sync tools.
+    "WORKER_IO_THREADS": env_int("TESSERA_WORKER_IO_THREADS", 32),
 }
 
 LOGGING = {

@@ -8,6 +8,7 @@ failures of side-effect-free tools, and records a ToolExecution for every call.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import time
 from collections.abc import Callable
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import jsonschema
-from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async
 from django.utils import timezone
 
 from .availability import Availability
@@ -191,8 +192,10 @@ async def _call(tool_: Tool, ctx: ToolContext, arguments: dict[str, Any]) -> Any
     args = (ctx,) if tool_.wants_context else ()
     if tool_.is_async:
         return await asyncio.wait_for(tool_.func(*args, **arguments), timeout=tool_.timeout_s)
-    # Sync tools run in a thread; the timeout bounds how long the turn waits for one.
-    return await asyncio.wait_for(asyncio.to_thread(tool_.func, *args, **arguments), timeout=tool_.timeout_s)
+    # Sync tools run in a thread (with Django's connection upkeep: they may use the ORM); the
+    # timeout bounds how long the turn waits for one.
+    call = database_sync_to_async(tool_.func, thread_sensitive=False)
+    return await asyncio.wait_for(call(*args, **arguments), timeout=tool_.timeout_s)
 
 
 def classify(exc: BaseException, tool_: Tool) -> ToolError:
@@ -220,7 +223,7 @@ class _Gate:
     error: ToolError | None = None
 
 
-@sync_to_async(thread_sensitive=False)
+@functools.partial(database_sync_to_async, thread_sensitive=False)
 def _open(*, user_id: int, tool: Tool | None, fields: dict[str, Any]) -> tuple[ToolExecution, _Gate]:
     """Records the call and checks availability and the rate limit, in one thread hop."""
     from . import availability, ratelimit
@@ -242,7 +245,7 @@ def _open(*, user_id: int, tool: Tool | None, fields: dict[str, Any]) -> tuple[T
     return ToolExecution.objects.create(**fields), gate
 
 
-@sync_to_async(thread_sensitive=False)
+@functools.partial(database_sync_to_async, thread_sensitive=False)
 def _finish_record(record: ToolExecution, execution: Execution, attempts: int) -> None:
     record.finished_at = timezone.now()
     record.duration_ms = execution.duration_ms

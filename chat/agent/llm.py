@@ -285,20 +285,16 @@ def _retry_after(exc: BaseException) -> float | None:
         return None
 
 
-def warm_up() -> None:
+async def warm_up() -> None:
     """One offline call through LiteLLM. Its first call in a process imports a good deal lazily
     (about 2 s here); a worker pays that at start-up instead of in its first user's turn."""
-
-    async def call() -> None:
-        tool = {"type": "function", "function": {"name": "warm_up", "parameters": {"type": "object"}}}
-        response = await litellm.acompletion(
-            model="demo/tessera",
-            messages=[{"role": "user", "content": "warm up"}],
-            tools=[tool],  # the tools path imports more than plain text does
-            stream=True,
-            tokens_per_second=0,
-        )
-        async for _ in response:
-            pass
-
-    asyncio.run(call())
+    tool = {"type": "function", "function": {"name": "warm_up", "parameters": {"type": "object"}}}
+    response = await litellm.acompletion(
+        model="demo/tessera",
+        messages=[{"role": "user", "content": "warm up"}],
+        tools=[tool],  # the tools path imports more than plain text does
+        stream=True,
+        tokens_per_second=0,
+    )
+    async for _ in response:
+        pass

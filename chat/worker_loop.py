@@ -1,0 +1,109 @@
+"""One asyncio event loop per worker process, on its own thread; every turn of the process runs
+in it.
+
+Why one loop and not `asyncio.run()` per turn: clients that are bound to a loop (LiteLLM's HTTP
+sessions, the Redis pool, the channel layer's connections) are then made once per process and
+shared by every turn, so a provider sees one pooled connection instead of a new one (and a TLS
+handshake) per turn, and a finished turn leaves no loop, session or socket behind for the
+garbage collector. Measured in `bench/RESULTS.md`: per-turn loops caused collector pauses of
+several seconds once a hundred turns were in flight.
+
+Celery's pool threads only wait here for their turn's result, which keeps Celery's semantics
+(acks_late, one task per turn, warm shutdown waits for running turns).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import os
+import threading
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+import redis.asyncio as aioredis
+from channels.db import database_sync_to_async
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+def db(fn: Any) -> Any:
+    """`fn` as a coroutine function run in the loop's thread pool, with Django's connection upkeep
+    around each call: the pool's threads live as long as the worker, so nothing else would close
+    a connection that broke or outlived CONN_MAX_AGE."""
+    return database_sync_to_async(fn, thread_sensitive=False)
+
+
+class WorkerLoop:
+    def __init__(self, *, io_threads: int) -> None:
+        self.loop = asyncio.new_event_loop()
+        # Database calls and sync tools run in the loop's default executor: sized for many turns
+        # at once (the stdlib default is cores + 4).
+        self.loop.set_default_executor(
+            concurrent.futures.ThreadPoolExecutor(max_workers=io_threads, thread_name_prefix="turn-io")
+        )
+        self._redis: aioredis.Redis | None = None
+        self._thread = threading.Thread(target=self._run, name="turn-loop", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Runs `coro` in the loop and blocks the calling thread until it is done."""
+        if threading.current_thread() is self._thread:
+            coro.close()
+            raise RuntimeError("WorkerLoop.run() called from inside the loop")
+        return self.submit(coro).result()
+
+    def redis(self) -> aioredis.Redis:
+        """The process's shared async Redis client (its pool hands each caller a connection);
+        only to be used from coroutines running in this loop."""
+        if self._redis is None:
+            from . import live
+
+            self._redis = live.async_client()
+        return self._redis
+
+    def stop(self) -> None:
+        async def close() -> None:
+            if self._redis is not None:
+                await self._redis.aclose()
+
+        try:
+            self.submit(close()).result(timeout=5)
+        except Exception:  # best effort at shutdown
+            log.warning("Closing the worker loop's Redis client failed", exc_info=True)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout=5)
+
+
+_lock = threading.Lock()
+_current: WorkerLoop | None = None
+_pid = 0
+
+
+def get() -> WorkerLoop:
+    """The process's loop, started on first use (again after a fork: threads do not survive one)."""
+    global _current, _pid
+    with _lock:
+        if _current is None or _pid != os.getpid():
+            from django.conf import settings
+
+            _current = WorkerLoop(io_threads=int(settings.TESSERA["WORKER_IO_THREADS"]))
+            _pid = os.getpid()
+        return _current
+
+
+def shutdown() -> None:
+    global _current
+    with _lock:
+        if _current is not None and _pid == os.getpid():
+            _current.stop()
+        _current = None
