@@ -23,8 +23,11 @@ def key(turn_id: int, name: str) -> str:
     return f"tessera:turn:{turn_id}:{name}"
 
 
-def async_client() -> aioredis.Redis:
-    return aioredis.from_url(settings.REDIS_URL)
+def async_client(max_connections: int = 64) -> aioredis.Redis:
+    # A blocking pool: when every connection is busy (hundreds of turns in one process, or a
+    # loop that stalled for a moment) a command waits for one instead of failing.
+    pool = aioredis.BlockingConnectionPool.from_url(settings.REDIS_URL, max_connections=max_connections, timeout=20)
+    return aioredis.Redis(connection_pool=pool)
 
 
 _sync_client: redis.Redis | None = None

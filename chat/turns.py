@@ -8,7 +8,6 @@ costs almost nothing while the model is thinking. Database calls hop to the loop
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from typing import Any
 
@@ -36,19 +35,20 @@ def run_turn_sync(turn_id: int) -> None:
     """Entry point for the Celery task: the pool thread waits while the process's loop runs the
     turn."""
     loop = worker_loop.get()
-    loop.run(run_turn(turn_id, loop.redis()))
+    loop.run(run_turn(turn_id, loop.redis(), loop.watch()))
 
 
-async def run_turn(turn_id: int, redis: Any = None) -> None:
+async def run_turn(turn_id: int, redis: Any = None, watch: TurnWatch | None = None) -> None:
     """Runs one turn; with no Redis client given it makes its own (tests, one-off calls)."""
     own = redis is None
     if own:
         redis = live.async_client()
+    watch = watch or TurnWatch(redis, settings.TESSERA["CANCEL_POLL_S"])
     try:
         turn = await _claim(turn_id, redis)
         if turn is None:
             return
-        await _run_claimed(turn, redis)
+        await _run_claimed(turn, redis, watch)
     finally:
         if own:
             await redis.aclose()
@@ -79,14 +79,14 @@ def _claim_in_db(turn_id: int) -> Turn | None:
     return Turn.objects.select_related("chat", "chat__owner", "model").get(pk=turn_id)
 
 
-async def _run_claimed(turn: Turn, redis: Any) -> None:
+async def _run_claimed(turn: Turn, redis: Any, watch: TurnWatch) -> None:
     # Imported here: LiteLLM is heavy, and only worker processes ever call a model.
     from chat.agent.llm import LiteLLMModel, ModelConfig
 
     chat = turn.chat
     sink = TurnSink(turn, redis, window_ms=int(settings.TESSERA["STREAM_WINDOW_MS"]))
     cancel = CancelToken()
-    watcher = asyncio.create_task(_watch(turn.pk, redis, cancel))
+    watch.add(turn.pk, cancel)
     try:
         llm = turn.model or await db(LLMModel.default)()
         if llm is None:
@@ -118,23 +118,50 @@ async def _run_claimed(turn: Turn, redis: Any) -> None:
         log.exception("Turn %s failed", turn.pk)
         await sink.finish(Outcome("failed", 0, error=UNEXPECTED_ERROR, error_kind="internal"))
     finally:
-        watcher.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await watcher
+        watch.remove(turn.pk)
         await redis.delete(live.key(turn.pk, "alive"), live.key(turn.pk, "cancel"))
 
 
-async def _watch(turn_id: int, redis: Any, cancel: CancelToken) -> None:
-    """Polls the Stop flag and keeps the heartbeat fresh, in one round trip."""
-    interval = settings.TESSERA["CANCEL_POLL_S"]
-    while True:
-        async with redis.pipeline(transaction=False) as pipe:
-            pipe.get(live.key(turn_id, "cancel"))
-            pipe.set(live.key(turn_id, "alive"), "1", ex=live.ALIVE_TTL_S)
-            flag, _ = await pipe.execute()
-        if flag and not cancel.is_set():
-            cancel.set()
-        await asyncio.sleep(interval)
+class TurnWatch:
+    """Polls the Stop flags and refreshes the heartbeats of every turn a process runs, in one
+    Redis round trip per interval however many turns there are (a poll per turn would cost a
+    process with 200 turns over a thousand round trips a second)."""
+
+    def __init__(self, redis: Any, interval_s: float) -> None:
+        self.redis = redis
+        self.interval_s = interval_s
+        self.turns: dict[int, CancelToken] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    def add(self, turn_id: int, cancel: CancelToken) -> None:
+        self.turns[turn_id] = cancel
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._run())
+
+    def remove(self, turn_id: int) -> None:
+        self.turns.pop(turn_id, None)
+
+    async def _run(self) -> None:
+        while self.turns:
+            try:
+                await self.poll()
+            except Exception:
+                # A Redis hiccup must not end the polling: the heartbeat outlives a few missed
+                # rounds (ALIVE_TTL_S) and Stop is only late.
+                log.warning("Polling Stop flags failed", exc_info=True)
+            await asyncio.sleep(self.interval_s)
+
+    async def poll(self) -> None:
+        ids = list(self.turns)
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.mget([live.key(turn_id, "cancel") for turn_id in ids])
+            for turn_id in ids:
+                pipe.set(live.key(turn_id, "alive"), "1", ex=live.ALIVE_TTL_S)
+            flags, *_ = await pipe.execute()
+        for turn_id, flag in zip(ids, flags, strict=True):
+            cancel = self.turns.get(turn_id)
+            if flag and cancel is not None and not cancel.is_set():
+                cancel.set()
 
 
 def _transcript(chat_id: int) -> list[dict[str, Any]]:

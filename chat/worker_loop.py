@@ -45,6 +45,7 @@ class WorkerLoop:
             concurrent.futures.ThreadPoolExecutor(max_workers=io_threads, thread_name_prefix="turn-io")
         )
         self._redis: aioredis.Redis | None = None
+        self._watch: Any = None
         self._thread = threading.Thread(target=self._run, name="turn-loop", daemon=True)
         self._thread.start()
 
@@ -70,6 +71,16 @@ class WorkerLoop:
 
             self._redis = live.async_client()
         return self._redis
+
+    def watch(self) -> Any:
+        """The process's one poller of Stop flags and heartbeats (`chat.turns.TurnWatch`)."""
+        if self._watch is None:
+            from django.conf import settings
+
+            from .turns import TurnWatch
+
+            self._watch = TurnWatch(self.redis(), settings.TESSERA["CANCEL_POLL_S"])
+        return self._watch
 
     def stop(self) -> None:
         async def close() -> None:

@@ -165,7 +165,11 @@ CHANNEL_LAYERS = {
         "CONFIG": {
             # redis-py 8 reads with a 5 s socket timeout by default, which races the layer's own
             # 5 s blocking pop: an idle socket would be dropped with 1011 every few seconds.
-            "hosts": [{"address": REDIS_URL, "socket_timeout": 30, "health_check_interval": 15}],
+            # A worker process shares one pool among all its turns; past the limit a send fails
+            # instead of waiting, so the limit sits far above what a busy process needs.
+            "hosts": [
+                {"address": REDIS_URL, "socket_timeout": 30, "health_check_interval": 15, "max_connections": 1000}
+            ],
             # A turn pushes a batch every window, not a message per token, so the default
             # capacity is ample; it is raised to ride out a socket that stalls briefly.
             "capacity": env_int("CHANNEL_CAPACITY", 1000),

@@ -128,3 +128,73 @@ def test_unusable_selected_toolset_is_skipped_with_a_notice(user: Any, demo_mode
     turn.refresh_from_db()
     assert turn.notices == ["Not available for this answer: Exa web search (API key not configured)."]
     assert not ToolExecution.objects.filter(turn=turn).exists()
+
+
+def test_one_poll_serves_every_running_turn(redis_server: str) -> None:
+    from chat.agent.loop import CancelToken
+    from chat.turns import TurnWatch
+
+    async def scenario() -> tuple[bool, bool, list[int]]:
+        client = live.async_client()
+        try:
+            watch = TurnWatch(client, interval_s=0.02)
+            first, second = CancelToken(), CancelToken()
+            watch.add(101, first)
+            watch.add(102, second)
+            await client.set(live.key(102, "cancel"), "1")
+            await asyncio.wait_for(second.wait(), 2)
+            alive = [int(await client.ttl(live.key(turn_id, "alive"))) for turn_id in (101, 102)]
+            watch.remove(101)
+            watch.remove(102)
+            await asyncio.sleep(0.05)
+            return first.is_set(), second.is_set(), alive
+        finally:
+            await client.aclose()
+
+    first_set, second_set, alive = asyncio.run(scenario())
+    assert (first_set, second_set) == (False, True)
+    assert all(0 < ttl <= live.ALIVE_TTL_S for ttl in alive)
+
+
+def test_polling_survives_a_redis_error() -> None:
+    from chat.agent.loop import CancelToken
+    from chat.turns import TurnWatch
+
+    class Flaky:
+        """Fails the first round trip, then reports a Stop flag."""
+
+        calls = 0
+
+        def pipeline(self, transaction: bool) -> Any:
+            outer = self
+
+            class Pipe:
+                async def __aenter__(self) -> Any:
+                    return self
+
+                async def __aexit__(self, *_: Any) -> None:
+                    return None
+
+                def mget(self, keys: list[str]) -> None:
+                    self.n = len(keys)
+
+                def set(self, *_: Any, **__: Any) -> None:
+                    return None
+
+                async def execute(self) -> list[Any]:
+                    outer.calls += 1
+                    if outer.calls == 1:
+                        raise redis.exceptions.ConnectionError("Redis went away")
+                    return [[b"1"] * self.n, *([True] * self.n)]
+
+            return Pipe()
+
+    async def scenario() -> bool:
+        watch = TurnWatch(Flaky(), interval_s=0.01)
+        token = CancelToken()
+        watch.add(7, token)
+        await asyncio.wait_for(token.wait(), 2)
+        watch.remove(7)
+        return token.is_set()
+
+    assert asyncio.run(scenario())
