@@ -101,4 +101,4 @@ def _turn_view_from_db(turn_id: int) -> dict[str, Any] | None:
     turn = Turn.objects.filter(pk=turn_id).first()
     if turn is None:
         return None
-    return build_turn_views([turn])[turn.pk]
+    return build_turn_views([turn])[0][turn.pk]

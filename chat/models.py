@@ -3,8 +3,11 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db import models
 from django.db.models import Q
+from django.db.models.signals import post_delete, post_save
+from django.dispatch import receiver
 
 from .crypto import EncryptedTextField, mask
 
@@ -106,10 +109,17 @@ class AppSettings(models.Model):
     def __str__(self) -> str:
         return "App settings"
 
+    CACHE_KEY = "app-settings"
+
     @classmethod
     def load(cls) -> AppSettings:
-        obj, _ = cls.objects.get_or_create(pk=1)
-        return obj
+        # Read on every chat page and every turn, changed rarely: kept in the shared cache,
+        # which saving or deleting the row clears for every process at once (see below).
+        obj = cache.get(cls.CACHE_KEY)
+        if obj is None:
+            obj, _ = cls.objects.get_or_create(pk=1)
+            cache.set(cls.CACHE_KEY, obj)
+        return obj  # type: ignore[no-any-return]
 
     def effective_iterations(self, chat: Chat) -> int:
         """The limit a turn runs with: the chat's own number when its limit is on, else the cap."""
@@ -182,6 +192,10 @@ class Message(models.Model):
     tool_call_id = models.CharField(max_length=200, blank=True)
     # e.g. {"stopped": true}, {"failed": true}
     metadata = models.JSONField(default=dict, blank=True)
+    # An assistant message's rendered HTML, kept so a page view does not run Markdown again;
+    # valid only while `html_key` matches chat.rendering.fingerprint().
+    html = models.TextField(blank=True, default="")
+    html_key = models.CharField(max_length=16, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -201,3 +215,8 @@ class Message(models.Model):
         if self.role == self.Role.TOOL:
             data["tool_call_id"] = self.tool_call_id
         return data
+
+
+@receiver([post_save, post_delete], sender=AppSettings)
+def _forget_app_settings(**_: Any) -> None:
+    cache.delete(AppSettings.CACHE_KEY)

@@ -18,7 +18,7 @@ from toolsets.base import humanize, split_qualified_name
 from toolsets.registry import get_toolset, resolve
 
 from . import summaries
-from .rendering import render_text
+from .rendering import fingerprint, render_text
 
 RESULT_DISPLAY_LIMIT = 20_000
 STATUS_LABELS = {
@@ -111,16 +111,23 @@ def card(
     }
 
 
-def step(turn_id: int, index: int, *, text: str, cards: list[dict[str, Any]], state: str) -> dict[str, Any]:
-    """`state`: streaming | complete | stopped | failed."""
-    rendered = render_text(text, complete=state != "streaming")
+def step(
+    turn_id: int, index: int, *, text: str, cards: list[dict[str, Any]], state: str, html: str | None = None
+) -> dict[str, Any]:
+    """`state`: streaming | complete | stopped | failed. `html`: the finished text, already
+    rendered (a stored message)."""
+    if html is not None and state != "streaming":
+        blocks, tail, tail_html = [html], "", ""
+    else:
+        rendered = render_text(text, complete=state != "streaming")
+        blocks, tail, tail_html = rendered.blocks, rendered.tail, rendered.tail_html
     return {
         "turn_id": turn_id,
         "index": index,
         "cards": cards,
-        "blocks": rendered.blocks,
-        "tail": rendered.tail,
-        "tail_html": rendered.tail_html,
+        "blocks": blocks,
+        "tail": tail,
+        "tail_html": tail_html,
         "state": state,
         "has_text": bool(text.strip()),
     }
@@ -170,7 +177,8 @@ def turn_from_db(turn_obj: Any, messages: list[Any], executions: list[Any]) -> d
             cards.append(card_from_execution(turn_obj.pk, message.step or 0, position, function, call, execution))
         meta = message.metadata or {}
         state = "stopped" if meta.get("stopped") else "failed" if meta.get("failed") else "complete"
-        steps.append(step(turn_obj.pk, message.step or 0, text=message.content, cards=cards, state=state))
+        html = message.html if message.html_key == fingerprint() else None
+        steps.append(step(turn_obj.pk, message.step or 0, text=message.content, cards=cards, state=state, html=html))
     return turn(turn_obj.pk, status=turn_obj.status, steps=steps, notices=turn_obj.notices, error=turn_obj.error)
 
 

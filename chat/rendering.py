@@ -17,9 +17,13 @@ a closed block is final as soon as the line after its `:::` begins.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import threading
 from dataclasses import dataclass
+from functools import cache
+from importlib.metadata import version
+from pathlib import Path
 
 import markdown
 import nh3
@@ -186,6 +190,25 @@ class RenderedText:
     # HTML to show in place of the raw tail when it is (or ends in) a component block still being
     # written: the escaped text before it, then its placeholder. "" when the tail is plain text.
     tail_html: str = ""
+
+
+@cache
+def fingerprint() -> str:
+    """Identifies this renderer. A message's stored HTML made by another one (an older release,
+    a changed component template) is rendered again instead of being shown."""
+    from django.conf import settings
+
+    digest = hashlib.sha256(f"{version('markdown')} {version('nh3')}".encode())
+    sources = [Path(__file__), Path(components.__file__)]
+    sources += sorted((Path(settings.BASE_DIR) / "templates" / "components").glob("*.html"))
+    for path in sources:
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def render_complete(text: str) -> str:
+    """A finished message's HTML, as the page shows it (the streamed blocks, joined)."""
+    return "".join(render_text(text, complete=True).blocks)
 
 
 def render_text(text: str, *, complete: bool, already: int = 0) -> RenderedText:

@@ -27,7 +27,7 @@ from chat.agent.types import AssistantMessage, ToolCall, ToolResult
 from . import live, presenters
 from .events import send_fragment
 from .models import Message, Turn
-from .rendering import render_text, tail_patch
+from .rendering import fingerprint, render_text, tail_patch
 from .worker_loop import db
 
 log = logging.getLogger(__name__)
@@ -66,6 +66,7 @@ class TurnSink:
         self._dirty: set[int] = set()
         self._committed: dict[int, int] = {}  # step → finished blocks already pushed
         self._tails: dict[int, tuple[str, str]] = {}  # step → (tail, tail_html) last pushed
+        self._blocks: dict[int, list[str]] = {}  # step → every block pushed, rendered (stored at the end)
         self._flush_handle: asyncio.TimerHandle | None = None
         self._lock = asyncio.Lock()
         self.first_token_at: float | None = None
@@ -106,6 +107,7 @@ class TurnSink:
             html.append(f'<div hx-swap-oob="beforeend:#tail-{prefix}">{patch.html}</div>')
         self._committed[index] = rendered.committed
         self._tails[index] = (rendered.tail, rendered.tail_html)
+        self._blocks.setdefault(index, []).extend(rendered.blocks)
         return "".join(html)
 
     async def flush(self, extra: str = "") -> None:
@@ -166,6 +168,10 @@ class TurnSink:
             html += self._cards_html(step)
         await self.flush(html)
         if message.content or message.tool_calls or status == "complete":
+            # The blocks were rendered for the stream already: stored, a page view need not
+            # render them again.
+            blocks = self._blocks.get(step, [])
+            stored = len(blocks) == self._committed.get(step, 0)
             await _save_message(
                 chat_id=self.chat_id,
                 turn_id=self.turn_id,
@@ -174,6 +180,8 @@ class TurnSink:
                 content=message.content,
                 tool_calls=[c.to_openai() for c in message.tool_calls] or None,
                 metadata={status: True} if status != "complete" else {},
+                html="".join(blocks) if stored else "",
+                html_key=fingerprint() if stored else "",
             )
 
     def _cards_html(self, step: int) -> str:

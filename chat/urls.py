@@ -9,6 +9,7 @@ urlpatterns = [
     path("chats/new/", views.create_chat, name="create"),
     path("chats/<int:chat_id>/", views.chat_detail, name="detail"),
     path("chats/<int:chat_id>/messages/", views.send_message, name="send"),
+    path("chats/<int:chat_id>/earlier/", views.earlier, name="earlier"),
     path("chats/<int:chat_id>/stop/", views.stop, name="stop"),
     path("chats/<int:chat_id>/rename/", views.rename, name="rename"),
     path("chats/<int:chat_id>/delete/", views.delete, name="delete"),

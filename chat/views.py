@@ -6,7 +6,6 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.db import transaction
-from django.db.models import Prefetch
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
@@ -16,7 +15,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from toolsets.models import ToolExecution
 
-from . import live, presenters
+from . import live, presenters, rendering
 from . import selection as sel
 from .http import AuthedRequest
 from .models import AppSettings, Chat, LLMModel, Message, Turn, UserChatDefaults
@@ -24,6 +23,9 @@ from .tasks import run_turn
 from .turns import check_abandoned
 
 TITLE_LENGTH = 60
+# A chat page shows this many exchanges; older ones load as the reader scrolls up. A long chat
+# then costs a page view what a short one does.
+PAGE_TURNS = 30
 MAX_MESSAGE_LENGTH = 32_000
 
 
@@ -36,12 +38,25 @@ def _sidebar_chats(request: AuthedRequest) -> Any:
     return Chat.objects.filter(owner=request.user).only("id", "title", "updated_at")[:100]
 
 
-def build_turn_views(turns: Sequence[Turn]) -> dict[int, dict[str, Any]]:
-    """Turn views for many turns in a fixed number of queries (no per-turn lookups)."""
+def build_turn_views(turns: Sequence[Turn]) -> tuple[dict[int, dict[str, Any]], dict[int, Message]]:
+    """Turn views for many turns in a fixed number of queries (no per-turn lookups), and each
+    turn's user message."""
     ids = [t.pk for t in turns]
     messages: dict[int, list[Message]] = defaultdict(list)
-    for m in Message.objects.filter(turn_id__in=ids, role=Message.Role.ASSISTANT).order_by("id"):
+    asked: dict[int, Message] = {}
+    stale = []
+    roles = (Message.Role.USER, Message.Role.ASSISTANT)
+    for m in Message.objects.filter(turn_id__in=ids, role__in=roles).order_by("id"):
+        if m.role == Message.Role.USER:
+            asked.setdefault(m.turn_id, m)  # type: ignore[arg-type]
+            continue
         messages[m.turn_id].append(m)  # type: ignore[index]
+        if m.html_key != rendering.fingerprint():
+            m.html, m.html_key = rendering.render_complete(m.content), rendering.fingerprint()
+            stale.append(m)
+    if stale:
+        # Stored once, so the next view of this chat renders no Markdown at all.
+        Message.objects.bulk_update(stale, ["html", "html_key"], batch_size=200)
     executions: dict[int, list[ToolExecution]] = defaultdict(list)
     for e in ToolExecution.objects.filter(turn_id__in=ids).defer("raw_arguments"):
         executions[e.turn_id].append(e)  # type: ignore[index]
@@ -52,23 +67,24 @@ def build_turn_views(turns: Sequence[Turn]) -> dict[int, dict[str, Any]]:
             views[turn.pk] = presenters.turn_from_live(state)
         else:
             views[turn.pk] = presenters.turn_from_db(turn, messages[turn.pk], executions[turn.pk])
-    return views
+    return views, asked
 
 
-def _exchanges(chat: Chat) -> list[dict[str, Any]]:
-    turns = list(
-        chat.turns.prefetch_related(
-            Prefetch("messages", queryset=Message.objects.filter(role=Message.Role.USER), to_attr="user_messages")
-        )
-    )
+def _exchanges(chat: Chat, before: int | None = None) -> tuple[list[dict[str, Any]], int | None]:
+    """The last PAGE_TURNS exchanges (before turn `before`, if given), and the id to ask for the
+    ones before them with, or None when there are none."""
+    newest_first = chat.turns.order_by("-id")
+    if before is not None:
+        newest_first = newest_first.filter(pk__lt=before)
+    turns = list(newest_first[: PAGE_TURNS + 1])
+    earlier = turns[PAGE_TURNS - 1].pk if len(turns) > PAGE_TURNS else None
+    turns = turns[:PAGE_TURNS][::-1]
     for turn in turns:
         if turn.is_active:
             check_abandoned(turn)
-    views = build_turn_views(turns)
-    return [
-        {"user_message": (turn.user_messages[0] if turn.user_messages else None), "turn": views[turn.pk]}  # type: ignore[attr-defined]
-        for turn in turns
-    ]
+    views, asked = build_turn_views(turns)
+    exchanges = [{"user_message": asked.get(turn.pk), "turn": views[turn.pk]} for turn in turns]
+    return exchanges, earlier
 
 
 def _models() -> Any:
@@ -97,19 +113,34 @@ def home(request: AuthedRequest) -> HttpResponse:
 @require_GET
 def chat_detail(request: AuthedRequest, chat_id: int) -> HttpResponse:
     chat = _get_chat_for_user(request, chat_id)
+    exchanges, earlier = _exchanges(chat)
     return render(
         request,
         "chat/page.html",
         {
             "chat": chat,
             "chats": _sidebar_chats(request),
-            "exchanges": _exchanges(chat),
+            "exchanges": exchanges,
+            "earlier": earlier,
             "models": _models(),
             "current_model": chat.model or LLMModel.default(),
             "cap": AppSettings.load().max_tool_iterations_cap,
             **_popover_context(request, sel.clean(chat.enabled_tools), reverse("chat:tools", args=[chat.pk])),
         },
     )
+
+
+@login_required
+@require_GET
+def earlier(request: AuthedRequest, chat_id: int) -> HttpResponse:
+    """Older exchanges, asked for by the page when the reader scrolls to the top."""
+    chat = _get_chat_for_user(request, chat_id)
+    try:
+        before = int(request.GET.get("before", ""))
+    except ValueError:
+        return HttpResponse("Which exchanges? 'before' must be a turn id.", status=400)
+    exchanges, more = _exchanges(chat, before)
+    return render(request, "chat/_earlier_page.html", {"chat": chat, "exchanges": exchanges, "earlier": more})
 
 
 def _clean_message(request: AuthedRequest) -> str:

@@ -179,6 +179,18 @@ CHANNEL_LAYERS = {
     },
 }
 
+# Sessions and a few site-wide rows live in Redis too: a page view then spends its SQL queries on
+# the chat itself. Nothing secret goes in the cache (API keys are never cached).
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": "tessera:cache",
+        "TIMEOUT": 3600,
+    }
+}
+SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
+
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]

@@ -34,7 +34,12 @@ def _clean_redis(redis_server: str) -> None:
     # mistaken for a new turn's.
     # Only Tessera's keys: Celery's queue bindings live in the same database.
     client = redis.from_url(redis_server)
-    keys = [*client.scan_iter("tessera:turn:*"), *client.scan_iter("tessera:rl:*")]
+    # The cache too: it may hold rows of a database that was rolled back since.
+    keys = [
+        *client.scan_iter("tessera:turn:*"),
+        *client.scan_iter("tessera:rl:*"),
+        *client.scan_iter("tessera:cache:*"),
+    ]
     if keys:
         client.delete(*keys)
 

@@ -113,6 +113,21 @@
     if (e.target === s) pinned = s.scrollHeight - s.scrollTop - s.clientHeight < 80;
   }, true);
 
+  // Earlier exchanges go in above what the reader is looking at: keep that where it was.
+  var fromBottom = null;
+  document.addEventListener("htmx:beforeSwap", function (e) {
+    if (e.detail.target && e.detail.target.id === "earlier") {
+      var s = scroller();
+      fromBottom = s.scrollHeight - s.scrollTop;
+    }
+  });
+  document.addEventListener("htmx:afterSwap", function () {
+    if (fromBottom === null) return;
+    var s = scroller();
+    s.scrollTop = s.scrollHeight - fromBottom;
+    fromBottom = null;
+  });
+
   // --- Tool cards: open while calling, closed when done, unless the reader opened it ------------
   document.addEventListener("click", function (e) {
     var summary = e.target.closest(".tool-card > summary");

@@ -308,6 +308,135 @@ def test_send_response_escapes_the_message(owner: Client, chat: Chat) -> None:
     assert "&lt;img" in html
 
 
+# --- long chats: paging and stored HTML --------------------------------------------------------
+
+
+def _long_chat(chat: Chat, turns: int, *, tool_calls: bool = False) -> list[Turn]:
+    """`turns` finished exchanges, stored as the worker stores them (no HTML kept yet)."""
+    from toolsets.models import ToolExecution
+
+    made = Turn.objects.bulk_create([Turn(chat=chat, status=Turn.Status.COMPLETED) for _ in range(turns)])
+    made = list(Turn.objects.filter(chat=chat).order_by("id"))
+    messages, executions = [], []
+    for i, turn in enumerate(made):
+        messages.append(Message(chat=chat, turn=turn, role="user", content=f"Question number {i}"))
+        call = {"id": f"c{i}", "type": "function", "function": {"name": "clock_math__calculate", "arguments": "{}"}}
+        messages.append(
+            Message(
+                chat=chat,
+                turn=turn,
+                step=0,
+                role="assistant",
+                content=f"Answer **number {i}**.\n\n- one\n- two",
+                tool_calls=[call] if tool_calls else None,
+            )
+        )
+        if tool_calls:
+            executions.append(
+                ToolExecution(
+                    user=chat.owner, turn=turn, step=0, position=0, tool_call_id=f"c{i}",
+                    toolset="clock_math", tool="calculate", status="success", result={"result": i},
+                )
+            )  # fmt: skip
+    Message.objects.bulk_create(messages)
+    ToolExecution.objects.bulk_create(executions)
+    return made
+
+
+def test_a_long_chat_shows_its_last_exchanges_and_a_way_to_earlier_ones(owner: Client, chat: Chat) -> None:
+    from chat.views import PAGE_TURNS
+
+    turns = _long_chat(chat, PAGE_TURNS + 5)
+
+    html = owner.get(_url("chat:detail", chat)).content.decode()
+
+    assert f"Question number {PAGE_TURNS + 4}" in html
+    assert "Question number 5<" in html
+    assert "Question number 4<" not in html
+    first_shown = turns[5]
+    assert f"{reverse('chat:earlier', args=[chat.pk])}?before={first_shown.pk}" in html
+    assert 'data-testid="load-earlier"' in html
+
+
+def test_earlier_exchanges_come_a_page_at_a_time_until_the_first(owner: Client, chat: Chat) -> None:
+    from chat.views import PAGE_TURNS
+
+    turns = _long_chat(chat, 2 * PAGE_TURNS + 3)
+    url = reverse("chat:earlier", args=[chat.pk])
+
+    middle = owner.get(f"{url}?before={turns[PAGE_TURNS + 3].pk}").content.decode()
+    assert "Question number 3<" in middle and f"Question number {PAGE_TURNS + 2}<" in middle
+    assert f"Question number {PAGE_TURNS + 3}<" not in middle
+    assert f"?before={turns[3].pk}" in middle
+
+    first = owner.get(f"{url}?before={turns[3].pk}").content.decode()
+    assert "Question number 0<" in first and "Question number 2<" in first
+    assert 'data-testid="load-earlier"' not in first
+
+
+def test_a_short_chat_has_no_earlier_button(owner: Client, chat: Chat) -> None:
+    _long_chat(chat, 3)
+
+    assert 'data-testid="load-earlier"' not in owner.get(_url("chat:detail", chat)).content.decode()
+
+
+def test_earlier_exchanges_of_another_users_chat_are_not_found(client: Client, other_user: Any, chat: Chat) -> None:
+    turns = _long_chat(chat, 3)
+    client.force_login(other_user)
+
+    response = client.get(f"{reverse('chat:earlier', args=[chat.pk])}?before={turns[-1].pk}")
+
+    assert response.status_code == 404
+
+
+def test_earlier_without_a_turn_id_is_a_clear_error(owner: Client, chat: Chat) -> None:
+    response = owner.get(f"{reverse('chat:earlier', args=[chat.pk])}?before=last")
+
+    assert response.status_code == 400
+    assert b"before" in response.content
+
+
+def test_a_chat_page_renders_stored_markdown_once_and_keeps_it(
+    owner: Client, chat: Chat, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from chat import rendering
+
+    _long_chat(chat, 4)
+    first = owner.get(_url("chat:detail", chat)).content.decode()
+    assert "Answer <strong>number 3</strong>." in first
+    stored = Message.objects.filter(chat=chat, role="assistant")
+    assert all(m.html_key == rendering.fingerprint() and "<li>two</li>" in m.html for m in stored)
+
+    def no_markdown(*_: Any, **__: Any) -> Any:
+        raise AssertionError("Markdown was rendered again")
+
+    monkeypatch.setattr(rendering, "render_block", no_markdown)
+    again = owner.get(_url("chat:detail", chat)).content.decode()
+    assert "Answer <strong>number 3</strong>." in again
+
+
+def test_html_stored_by_another_renderer_is_rendered_again(owner: Client, chat: Chat) -> None:
+    _long_chat(chat, 1)
+    Message.objects.filter(chat=chat, role="assistant").update(html="<p>Old rendering</p>", html_key="0ld")
+
+    html = owner.get(_url("chat:detail", chat)).content.decode()
+
+    assert "Old rendering" not in html
+    assert "Answer <strong>number 0</strong>." in html
+
+
+def test_chat_page_queries_do_not_grow_with_the_chat(
+    owner: Client, chat: Chat, django_assert_max_num_queries: Any
+) -> None:
+    _long_chat(chat, 80, tool_calls=True)
+    owner.get(_url("chat:detail", chat))  # stores the rendered HTML
+
+    with django_assert_max_num_queries(10):
+        response = owner.get(_url("chat:detail", chat))
+
+    assert response.content.decode().count('class="tool-card') >= 30
+
+
 # --- admin: API keys ----------------------------------------------------------------------------
 
 API_KEY = "sk-proj-plaintext-secret-7f3a"

@@ -11,6 +11,7 @@ import pytest
 
 from chat import worker_loop
 from chat.models import Chat, Message, Turn
+from chat.rendering import fingerprint, render_complete
 from chat.turns import run_turn_sync
 
 
@@ -82,4 +83,9 @@ def test_two_turns_in_a_row_run_in_the_shared_loop(fresh_loop: None, user: Any, 
         run_turn_sync(turn.pk)
         turn.refresh_from_db()
         assert turn.status == Turn.Status.COMPLETED, turn.error
-    assert Message.objects.filter(chat=chat, role="assistant").exclude(content="").count() >= 2
+    answers = Message.objects.filter(chat=chat, role="assistant").exclude(content="")
+    assert answers.count() >= 2
+    # What was streamed is kept rendered, exactly as a page would render it.
+    for answer in answers:
+        assert answer.html_key == fingerprint()
+        assert answer.html == render_complete(answer.content)

@@ -161,3 +161,32 @@ def test_chat_page_looks_finished(page: Page, name: str, viewport: Any, scheme: 
     overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
     assert overflow <= 0
     shot(page, f"chat-{name}")
+
+
+def test_a_long_chat_loads_earlier_exchanges_when_scrolled_to_the_top(page: Page, e2e_user: Any) -> None:
+    from chat.models import Chat
+    from chat.views import PAGE_TURNS
+
+    chat = Chat.objects.create(owner=e2e_user, title="A long conversation")
+    total = PAGE_TURNS + 12
+    for i in range(total):
+        turn = Turn.objects.create(chat=chat, status=Turn.Status.COMPLETED)
+        Message.objects.create(chat=chat, turn=turn, role="user", content=f"Question number {i}")
+        Message.objects.create(chat=chat, turn=turn, step=0, role="assistant", content=f"Answer **{i}**, in full.")
+
+    page.goto(f"{page.base_url}/chats/{chat.pk}/")  # type: ignore[attr-defined]
+    expect(page.locator(".msg-user").last).to_contain_text(f"Question number {total - 1}")
+    assert page.locator(".turn").count() == PAGE_TURNS
+    oldest_shown = page.locator(".turn").first.get_attribute("id")
+
+    page.eval_on_selector("#scroller", "s => { s.scrollTop = 0; }")
+    expect(page.locator(".turn")).to_have_count(total)
+    expect(page.get_by_test_id("load-earlier")).to_have_count(0)
+    expect(page.locator(".msg-user").first).to_contain_text("Question number 0")
+    # The reader stays where they were: the exchange that was on top is still in view.
+    top = page.eval_on_selector(
+        f"#{oldest_shown}", "el => el.getBoundingClientRect().top - el.closest('#scroller').getBoundingClientRect().top"
+    )
+    assert 0 <= top < 400, top
+    expect(page.locator(".md").first).to_contain_text("Answer 0, in full.")
+    shot(page, "chat-earlier-loaded")
