@@ -23,7 +23,6 @@ import html
 import json
 import re
 import time
-import zlib
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -116,6 +115,7 @@ class UserSession:
 class Frame:
     at: float  # time.monotonic() when recv() returned it
     text: str
+    wire: int = 0  # bytes read from the socket since the previous frame (compressed, with headers)
 
 
 class ChatSocket:
@@ -141,6 +141,17 @@ class ChatSocket:
             open_timeout=60,
         )
         self.extensions = [type(e).__name__ for e in self.ws.protocol.extensions]
+        # Bytes as they arrive from the network, before websockets decompresses them: what
+        # the server really pushed, permessage-deflate included when it was negotiated.
+        self.wire_bytes = 0
+        self._wire_seen = 0
+        receive = self.ws.protocol.receive_data
+
+        def counting(data: bytes | bytearray) -> None:
+            self.wire_bytes += len(data)
+            receive(data)
+
+        self.ws.protocol.receive_data = counting  # type: ignore[method-assign]
         self._reader = asyncio.create_task(self._read())
 
     async def _read(self) -> None:
@@ -149,7 +160,8 @@ class ChatSocket:
             async for message in self.ws:
                 now = time.monotonic()
                 text = message if isinstance(message, str) else message.decode()
-                self.frames.append(Frame(now, text))
+                self.frames.append(Frame(now, text, self.wire_bytes - self._wire_seen))
+                self._wire_seen = self.wire_bytes
                 if "data-turn-status" in text:
                     for match in TURN_DONE.finditer(text):
                         self.done[int(match.group(1))].set()
@@ -199,19 +211,11 @@ class TurnResult:
     latencies_ms: list[float] = field(default_factory=list)
     emitted_at: list[float] = field(default_factory=list)  # per latency sample, for time series
     added_ms: list[float] = field(default_factory=list)
-    bytes_pushed: int = 0
-    bytes_deflated: int = 0
+    bytes_pushed: int = 0  # the frames' text, uncompressed
+    bytes_wire: int = 0  # what came over the network for them
     final_html: int = 0
     error: str = ""
     seq_order: list[int] = field(default_factory=list)  # sequence numbers in arrival order
-
-
-def _deflated_sizes(texts: list[str]) -> list[int]:
-    """Sizes under permessage-deflate with context takeover (RFC 7692), as a browser would get
-    them if the server negotiated it: one compressor per socket, each message sync-flushed and
-    its 4-byte tail dropped."""
-    compressor = zlib.compressobj(6, zlib.DEFLATED, -15)
-    return [len(compressor.compress(t.encode()) + compressor.flush(zlib.Z_SYNC_FLUSH)) - 4 for t in texts]
 
 
 def analyze_turn(
@@ -310,7 +314,7 @@ def analyze_turn(
             result.added_ms.append((arrival - max(due, emitted[i])) * 1000)
     texts = [f.text for f in frames]
     result.bytes_pushed = sum(len(t.encode()) for t in texts)
-    result.bytes_deflated = sum(_deflated_sizes(texts))
+    result.bytes_wire = sum(f.wire for f in frames)
     if sync_html:
         body = SEQ.sub("", sync_html, count=1).replace(' hx-swap-oob="true"', "", 1)
         result.final_html = len(body.encode())

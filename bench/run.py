@@ -212,8 +212,9 @@ def print_report(report: dict[str, Any]) -> None:
             )
         b = oc["bytes"]
         print(
-            f"   bytes pushed / final HTML: p50 {_fmt(b['ratio_p50'])} (max {_fmt(b['ratio_max'])}); "
-            f"with permessage-deflate {_fmt(b['ratio_deflate_p50'])}; markers {oc['markers']}"
+            f"   bytes on the wire / final HTML: p50 {_fmt(b['ratio_p50'])} (max {_fmt(b['ratio_max'])}); "
+            f"uncompressed {_fmt(b['ratio_payload_p50'])}; extensions {oc.get('ws_extensions')}; "
+            f"markers {oc['markers']}"
         )
     if "ramp" in s and "levels" in s["ramp"]:
         print("\n2. Concurrent streaming turns (latency ms; CPU % of one core; RSS MB)")

@@ -217,8 +217,8 @@ class Bench:
         for t, x in series:
             by_second.setdefault(int(t - t0), []).append(x)
         added = [x for r in results for x in r.added_ms]
-        ratios = [r.bytes_pushed / r.final_html for r in results if r.final_html]
-        deflated = [r.bytes_deflated / r.final_html for r in results if r.final_html]
+        ratios = [r.bytes_wire / r.final_html for r in results if r.final_html]
+        payload = [r.bytes_pushed / r.final_html for r in results if r.final_html]
         first = [(r.first_frame - r.post_started) * 1000 for r in results if r.first_frame]
         posts = [(r.post_done - r.post_started) * 1000 for r in results if r.post_done]
         errors = sorted({r.error for r in results if r.error})
@@ -256,11 +256,12 @@ class Bench:
                 "seq_reordered": sum(r.seq_reordered for r in results),
             },
             "bytes": {
-                "pushed_per_turn": round(statistics.mean(r.bytes_pushed for r in results)) if results else 0,
+                "wire_per_turn": round(statistics.mean(r.bytes_wire for r in results)) if results else 0,
+                "payload_per_turn": round(statistics.mean(r.bytes_pushed for r in results)) if results else 0,
                 "final_html": round(statistics.mean(r.final_html for r in results)) if results else 0,
                 "ratio_p50": pct(ratios, 50),
                 "ratio_max": round(max(ratios), 2) if ratios else None,
-                "ratio_deflate_p50": pct(deflated, 50),
+                "ratio_payload_p50": pct(payload, 50),
             },
             "send_ms": summary(posts),
             "send_to_first_frame_ms": summary(first),
@@ -271,7 +272,7 @@ class Bench:
             "errors": errors,
             "problems": problems,
             # Raw samples, for pooling runs; dropped from the JSON.
-            "_raw": {"latency": latencies, "added": added, "ratios": ratios, "deflated": deflated, "first": first},
+            "_raw": {"latency": latencies, "added": added, "ratios": ratios, "payload": payload, "first": first},
         }
 
     # --- the floor -----------------------------------------------------------------------------
@@ -537,10 +538,10 @@ def _merge_runs(runs: list[dict[str, Any]]) -> dict[str, Any]:
     for key in ("markers", "fragments"):
         merged[key] = {k: sum(r[key][k] for r in runs) for k in runs[0][key]}
     merged["bytes"] = {
-        "per_turn": [{k: r["bytes"][k] for k in ("pushed_per_turn", "final_html", "ratio_p50")} for r in runs],
+        "per_turn": [{k: r["bytes"][k] for k in ("wire_per_turn", "final_html", "ratio_p50")} for r in runs],
         "ratio_p50": pct(raw["ratios"], 50),
         "ratio_max": round(max(raw["ratios"]), 2) if raw["ratios"] else None,
-        "ratio_deflate_p50": pct(raw["deflated"], 50),
+        "ratio_payload_p50": pct(raw["payload"], 50),
     }
     merged["errors"] = sorted({e for r in runs for e in r["errors"]})
     merged["_raw"] = raw

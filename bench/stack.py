@@ -21,6 +21,8 @@ from typing import Any
 
 import httpx
 
+from config.processes import web_command
+
 from .profiler import PerfRecorder
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -236,9 +238,7 @@ class Stack:
         # Neither process touches the database before its first request or task, so the
         # migration runs while they import (seconds saved: the smoke run must stay short).
         self.worker = self._spawn("worker", self._worker_command())
-        self.web = self._spawn(
-            "web", [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), "config.asgi:application"]
-        )
+        self.web = self._spawn("web", web_command(host="127.0.0.1", port=self.port))
         self.setup = self.django(
             "setup",
             "--users",

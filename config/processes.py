@@ -16,4 +16,5 @@ def worker_command(*, concurrency: int | str, hostname: str) -> list[str]:
 
 
 def web_command(*, host: str, port: int | str) -> list[str]:
-    return [sys.executable, "-m", "daphne", "-b", host, "-p", str(port), "config.asgi:application"]
+    # Daphne, with compression on the sockets (config/web.py).
+    return [sys.executable, "-m", "config.web", "-b", host, "-p", str(port), "config.asgi:application"]

@@ -52,12 +52,22 @@ def test_worker_turn_streams_to_websocket_and_matches_storage(stack: Any, user: 
     http.get(f"/chats/{chat.pk}/")
     csrf = http.cookies["csrftoken"]
 
+    wire: dict[str, Any] = {"bytes": 0, "extensions": []}
+
     async def run() -> list[str]:
         header = "; ".join(f"{k}={v}" for k, v in {**cookies, "csrftoken": csrf}.items())
         async with websockets.connect(
             f"{stack.ws_url}/ws/chats/{chat.pk}/",
             additional_headers={"Cookie": header, "Origin": stack.url},
         ) as ws:
+            wire["extensions"] = [e.name for e in ws.protocol.extensions]
+            receive = ws.protocol.receive_data
+
+            def counting(data: bytes | bytearray) -> None:
+                wire["bytes"] += len(data)
+                receive(data)
+
+            ws.protocol.receive_data = counting  # type: ignore[method-assign]
             response = await asyncio.to_thread(
                 http.post,
                 f"/chats/{chat.pk}/messages/",
@@ -75,6 +85,9 @@ def test_worker_turn_streams_to_websocket_and_matches_storage(stack: Any, user: 
     frames = asyncio.run(run())
     turn = Turn.objects.get(chat=chat)
     assert turn.status == Turn.Status.COMPLETED, turn.error
+    # The web process compresses its frames (config/web.py), as it would for a browser.
+    assert wire["extensions"] == ["permessage-deflate"]
+    assert wire["bytes"] < sum(len(f.encode()) for f in frames) / 2
 
     seqs = [int(SEQ.match(f).group(2)) for f in frames]  # type: ignore[union-attr]
     assert seqs == list(range(1, len(seqs) + 1)), "fragments lost, duplicated or reordered"
