@@ -154,6 +154,7 @@
     var seq = parseInt(m[2], 10);
     if (!turn) { e.preventDefault(); return; }
     var seen = parseInt(turn.dataset.seq || "0", 10);
+    lastHeard[m[1]] = Date.now();
     if (seq <= seen) { e.preventDefault(); return; }
     if (seq > seen + 1 && seen > 0 && !m[3]) {
       // A fragment went missing (e.g. the worker could not publish it): the live state in Redis
@@ -182,6 +183,23 @@
   function requestSync(turnId) {
     if (socket) socket.send(JSON.stringify({ type: "sync", turn: turnId }), document.querySelector("[ws-connect]"));
   }
+
+  // A turn shown as running that has not been heard from for a while may have missed its last
+  // fragments (say, published while this web process was reconnecting to Redis): ask for its
+  // state. For a model that is only slow to answer, that is one small sync every few seconds.
+  var lastHeard = {};
+  var STALL_MS = 8000;
+  setInterval(function () {
+    if (!socket) return;
+    var now = Date.now();
+    document.querySelectorAll('.turn-state[data-turn-status="running"], .turn-state[data-turn-status="queued"]').forEach(function (state) {
+      var turn = state.closest(".turn");
+      if (!turn) return;
+      var id = turn.dataset.turn;
+      if (lastHeard[id] === undefined) { lastHeard[id] = now; return; }
+      if (now - lastHeard[id] > STALL_MS) { lastHeard[id] = now; requestSync(id); }
+    });
+  }, 2000);
 
   // --- Composer -----------------------------------------------------------------------------
   function input() { return document.getElementById("composer-input"); }

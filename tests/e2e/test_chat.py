@@ -190,3 +190,22 @@ def test_a_long_chat_loads_earlier_exchanges_when_scrolled_to_the_top(page: Page
     assert 0 <= top < 400, top
     expect(page.locator(".md").first).to_contain_text("Answer 0, in full.")
     shot(page, "chat-earlier-loaded")
+
+
+def test_a_turn_that_missed_its_last_fragment_is_corrected_by_a_sync(page: Page) -> None:
+    start_chat(page, "What is 12*7?")
+    wait_turn_done(page)
+    finished = page.inner_html("#messages")
+    # As if the fragment that ended the turn never arrived: the page still shows it running.
+    page.eval_on_selector(
+        ".turn:last-of-type",
+        """t => { const s = t.querySelector('.turn-state');
+                  t.dataset.seq = String(Number(t.dataset.seq) - 1);
+                  s.dataset.turnStatus = 'running'; s.innerHTML = '<div class="thinking"></div>'; }""",
+    )
+    expect(page.locator('.turn-state[data-turn-status="running"]')).to_have_count(1)
+
+    expect(page.locator('.turn-state[data-turn-status="completed"]')).to_have_count(1, timeout=20_000)
+    assert "84" in page.inner_html("#messages")
+    assert page.locator(".thinking").count() == 0
+    assert finished.count("tool-card") == page.inner_html("#messages").count("tool-card")
