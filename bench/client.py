@@ -216,6 +216,9 @@ class TurnResult:
     final_html: int = 0
     error: str = ""
     seq_order: list[int] = field(default_factory=list)  # sequence numbers in arrival order
+    # Per frame that brought new markers: (seq, arrival, emission of its first marker), for the
+    # latency breakdown against the processes' traces (bench/trace.py).
+    frame_log: list[tuple[int, float, float]] = field(default_factory=list)
 
 
 def analyze_turn(
@@ -307,6 +310,9 @@ def analyze_turn(
         if not stamped:
             continue
         arrival = applied[number].at
+        match = SEQ.match(applied[number].text)
+        if match:
+            result.frame_log.append((int(match.group(2)), arrival, min(emitted[i] for i in stamped)))
         due = min(min(emitted[i] for i in stamped) + window_s, end_at)
         for i in stamped:
             result.latencies_ms.append((arrival - emitted[i]) * 1000)

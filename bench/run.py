@@ -18,6 +18,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from . import trace
 from .client import BenchError
 from .scenarios import Bench, Options
 from .stack import Stack, StackConfig, load_average, machine, rss_mb
@@ -216,6 +217,12 @@ def print_report(report: dict[str, Any]) -> None:
             f"uncompressed {_fmt(b['ratio_payload_p50'])}; extensions {oc.get('ws_extensions')}; "
             f"markers {oc['markers']}"
         )
+        bd = oc.get("breakdown") or {}
+        if bd.get("frames"):
+            print(f"   where the added latency goes ({bd['frames']} text fragments; ms p50 / p99):")
+            for label, key in trace.STAGES:
+                stage = bd["stages_ms"][key]
+                print(f"     {label:48}{_fmt(stage['p50']):>8}{_fmt(stage['p99']):>8}")
     if "ramp" in s and "levels" in s["ramp"]:
         print("\n2. Concurrent streaming turns (latency ms; CPU % of one core; RSS MB)")
         header = (

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import trace
 from .client import (
     BenchError,
     ChatSocket,
@@ -272,7 +273,14 @@ class Bench:
             "errors": errors,
             "problems": problems,
             # Raw samples, for pooling runs; dropped from the JSON.
-            "_raw": {"latency": latencies, "added": added, "ratios": ratios, "payload": payload, "first": first},
+            "_raw": {
+                "latency": latencies,
+                "added": added,
+                "ratios": ratios,
+                "payload": payload,
+                "first": first,
+                "frames": [(r.turn_id, *f) for r in results for f in r.frame_log],
+            },
         }
 
     # --- the floor -----------------------------------------------------------------------------
@@ -316,6 +324,9 @@ class Bench:
             runs.append(await self.streaming(1, o.one_chat_tokens, tools=2 if k == 1 else 0, label=f"one_chat{k}"))
         merged = _merge_runs(runs)
         merged["floor"] = await self.floor(1, o.floor_tokens)
+        merged["breakdown"] = trace.breakdown(
+            merged["_raw"]["frames"], self.stack.logs, self.stack.config.window_ms / 1000
+        )
         return merged
 
     async def ramp(self) -> dict[str, Any]:

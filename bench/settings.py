@@ -59,3 +59,35 @@ if os.environ.get("BENCH_LITELLM_HTTPX") and "celery" in " ".join(__import__("sy
     import litellm
 
     litellm.disable_aiohttp_transport = True
+
+if os.environ.get("BENCH_TRACE"):
+    # Timestamps per fragment in the worker and web processes (bench/trace.py).
+    import sys
+
+    _argv = " ".join(sys.argv)
+
+    def _install_trace_hooks() -> None:
+        from bench import trace
+
+        if "celery" in _argv:
+            trace.install_worker_hooks(os.environ["BENCH_TRACE"])
+        elif "config.web" in _argv or "daphne" in _argv:
+            trace.install_web_hooks(os.environ["BENCH_TRACE"])
+
+    from django.apps import apps as _apps
+
+    # Once the apps are loaded (chat.streaming imports models), which happens while Celery and
+    # Daphne start, well before the first fragment.
+    if _apps.ready:
+        _install_trace_hooks()
+    else:
+        import threading
+
+        def _when_ready() -> None:
+            import time
+
+            while not _apps.ready:
+                time.sleep(0.05)
+            _install_trace_hooks()
+
+        threading.Thread(target=_when_ready, daemon=True).start()

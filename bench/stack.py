@@ -212,6 +212,7 @@ class Stack:
             "DJANGO_SETTINGS_MODULE": "bench.settings",
             "BENCH_CHANNEL_LAYER": self.config.layer,
             "BENCH_GC_LOG": str(self.logs / "gc"),
+            "BENCH_TRACE": str(self.logs / "trace"),
             "BENCH_GC_FREEZE": "1" if self.config.gc_freeze else "",
             "BENCH_LITELLM_HTTPX": "1" if self.config.litellm_httpx else "",
             "TESSERA_VAR_DIR": str(self.var),

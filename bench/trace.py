@@ -1,0 +1,126 @@
+"""Where a fragment's time goes, from the fake provider to the bench client.
+
+The worker and web processes of a benchmark stack append one line per fragment to
+`$BENCH_TRACE-<pid>.log` (hooks installed by bench/settings.py, never in production), all on
+`time.monotonic()`, which is one clock for every process of the machine:
+
+    worker: flush  <turn> <seq> <batch_start> <flush_start> <send_start> <send_end>
+    web:    recv   <turn> <seq> <received> <sent>
+
+`batch_start` is when the worker got the batch's first token from LiteLLM. Joined with the
+client's arrival time and the fake provider's emission time of the same frame, each frame's
+added latency splits into the stages below; `breakdown()` gives their p50 / p99.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+STAGES = [
+    ("provider → worker (LiteLLM parse, loop wake-up)", "provider_to_worker"),
+    ("window timer late", "timer_late"),
+    ("render + live state SET", "render_and_state"),
+    ("group_send in the worker", "group_send"),
+    ("channel layer → web process", "layer_to_web"),
+    ("web process: consumer + socket write", "web_send"),
+    ("web socket write → client", "to_client"),
+]
+
+
+def install_worker_hooks(path: str) -> None:
+    import os
+
+    from chat import streaming
+
+    log = open(f"{path}-{os.getpid()}.log", "a", buffering=1)  # noqa: SIM115
+    original_text = streaming.TurnSink.text
+    original_flush = streaming.TurnSink.flush
+    original_send = streaming.send_fragment
+
+    async def text(self: Any, step: int, delta: str) -> None:
+        if self._flush_handle is None and getattr(self, "_bench_batch", None) is None:
+            self._bench_batch = time.monotonic()
+        await original_text(self, step, delta)
+
+    async def send_fragment(chat_id: int, turn_id: int, seq: int, html: str, layer: Any = None) -> None:
+        start = time.monotonic()
+        await original_send(chat_id, turn_id, seq, html, layer)
+        sink_batch = _current_sink_batch.pop(turn_id, None)
+        flush_start = _current_flush.pop(turn_id, start)
+        log.write(f"flush {turn_id} {seq} {sink_batch or 0:.6f} {flush_start:.6f} {start:.6f} {time.monotonic():.6f}\n")
+
+    # The sink's own timestamps reach send_fragment through these (one flush per turn at a time).
+    _current_sink_batch: dict[int, float] = {}
+    _current_flush: dict[int, float] = {}
+
+    async def flush_recording(self: Any, extra: str = "") -> None:
+        _current_flush[self.turn_id] = time.monotonic()
+        batch = getattr(self, "_bench_batch", None)
+        if batch is not None:
+            _current_sink_batch[self.turn_id] = batch
+            self._bench_batch = None
+        await original_flush(self, extra)
+
+    streaming.TurnSink.text = text  # type: ignore[method-assign]
+    streaming.TurnSink.flush = flush_recording  # type: ignore[method-assign]
+    streaming.send_fragment = send_fragment  # type: ignore[assignment]
+
+
+def install_web_hooks(path: str) -> None:
+    import os
+
+    from chat import consumers
+
+    log = open(f"{path}-{os.getpid()}.log", "a", buffering=1)  # noqa: SIM115
+    original = consumers.ChatConsumer.chat_fragment
+
+    async def chat_fragment(self: Any, event: Any) -> None:
+        received = time.monotonic()
+        await original(self, event)
+        log.write(f"recv {event['turn']} {event['seq']} {received:.6f} {time.monotonic():.6f}\n")
+
+    consumers.ChatConsumer.chat_fragment = chat_fragment  # type: ignore[method-assign]
+
+
+def read(logs: Path) -> tuple[dict[tuple[int, int], list[float]], dict[tuple[int, int], list[float]]]:
+    worker: dict[tuple[int, int], list[float]] = {}
+    web: dict[tuple[int, int], list[float]] = {}
+    for path in logs.glob("trace-*.log"):
+        for line in path.read_text().splitlines():
+            kind, turn, seq, *times = line.split()
+            key = (int(turn), int(seq))
+            (worker if kind == "flush" else web)[key] = [float(t) for t in times]
+    return worker, web
+
+
+def breakdown(frames: list[tuple[int, int, float, float]], logs: Path, window_s: float) -> dict[str, Any]:
+    """`frames`: (turn, seq, arrival at the client, emission of the frame's first marker)."""
+    from .scenarios import pct
+
+    worker, web = read(logs)
+    stages: dict[str, list[float]] = {key: [] for _, key in STAGES}
+    joined = 0
+    for turn, seq, arrival, emitted in frames:
+        w, r = worker.get((turn, seq)), web.get((turn, seq))
+        if not w or not r or not w[0]:
+            continue  # not a timed text batch (e.g. a tool card), or a trace line is missing
+        batch, flush_start, send_start, send_end = w
+        received, sent = r
+        joined += 1
+        values = {
+            "provider_to_worker": batch - emitted,
+            "timer_late": flush_start - (batch + window_s),
+            "render_and_state": send_start - flush_start,
+            "group_send": send_end - send_start,
+            "layer_to_web": received - send_start,
+            "web_send": sent - received,
+            "to_client": arrival - sent,
+        }
+        for key, value in values.items():
+            stages[key].append(value * 1000)
+    return {
+        "frames": joined,
+        "stages_ms": {key: {"p50": pct(stages[key], 50), "p99": pct(stages[key], 99)} for _, key in STAGES},
+    }
