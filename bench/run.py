@@ -35,9 +35,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--pool", default="threads", help="Celery worker pool (default threads)")
     parser.add_argument("--concurrency", type=int, help="worker concurrency (default: the largest ramp level)")
     parser.add_argument("--window-ms", type=int, default=50, help="TESSERA_STREAM_WINDOW_MS")
-    parser.add_argument("--capacity", type=int, default=500, help="channel layer capacity (CHANNEL_CAPACITY)")
+    parser.add_argument("--capacity", type=int, default=1000, help="redis layer capacity (CHANNEL_CAPACITY)")
     parser.add_argument(
-        "--layer", choices=["redis", "pubsub"], default="redis", help="channel layer (bench/settings.py)"
+        "--layer", choices=["redis", "pubsub"], default="pubsub", help="channel layer (TESSERA_CHANNEL_LAYER)"
     )
     parser.add_argument("--levels", help="ramp levels, comma-separated (default 1,2,4,…,128,200,256)")
     parser.add_argument("--tps", type=float, default=50.0, help="tokens per second of every fake stream")

@@ -1,23 +1,12 @@
-"""Tessera's settings with the benchmark's experiments on top (never used outside bench/).
-
-`BENCH_CHANNEL_LAYER=pubsub` swaps the channel layer for channels-redis's RedisPubSubChannelLayer,
-so the two layers can be measured against each other without editing config/settings.py.
-"""
+"""Tessera's settings with the benchmark's instruments and experiments on top (never used
+outside bench/). The channel layer is chosen the way production chooses it
+(TESSERA_CHANNEL_LAYER), so `--layer` measures exactly what an operator would run."""
 
 from __future__ import annotations
 
 import os
 
 from config.settings import *  # noqa: F403
-from config.settings import REDIS_URL
-
-if os.environ.get("BENCH_CHANNEL_LAYER") == "pubsub":
-    CHANNEL_LAYERS = {
-        "default": {
-            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "prefix": "tessera:ch:"},
-        }
-    }
 
 if os.environ.get("BENCH_GC_LOG"):
     # Garbage-collector pauses stop every thread of the process (the GIL is held throughout):
@@ -71,7 +60,7 @@ if os.environ.get("BENCH_TRACE"):
 
         if "celery" in _argv:
             trace.install_worker_hooks(os.environ["BENCH_TRACE"])
-        elif "config.web" in _argv or "daphne" in _argv:
+        elif "config/web.py" in _argv or "config.web" in _argv or "daphne" in _argv:
             trace.install_web_hooks(os.environ["BENCH_TRACE"])
 
     from django.apps import apps as _apps

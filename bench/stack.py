@@ -161,10 +161,10 @@ class StackConfig:
     pool: str = "threads"
     concurrency: int = 256
     window_ms: int = 50
-    capacity: int = 500
+    capacity: int = 1000
     redis_url: str | None = None
     users: int = 8
-    layer: str = "redis"  # or "pubsub": see bench/settings.py
+    layer: str = "pubsub"  # or "redis": TESSERA_CHANNEL_LAYER
     gc_freeze: bool = False  # experiment: gc.freeze() in the worker once started (bench/settings.py)
     litellm_httpx: bool = False  # experiment: LiteLLM's httpx transport in the worker (bench/settings.py)
     profile: str = ""  # "perf" or "cprofile": see bench.profiler
@@ -210,7 +210,7 @@ class Stack:
         return {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "bench.settings",
-            "BENCH_CHANNEL_LAYER": self.config.layer,
+            "TESSERA_CHANNEL_LAYER": self.config.layer,
             "BENCH_GC_LOG": str(self.logs / "gc"),
             "BENCH_TRACE": str(self.logs / "trace"),
             "BENCH_GC_FREEZE": "1" if self.config.gc_freeze else "",

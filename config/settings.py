@@ -159,25 +159,43 @@ if REDIS_URL.startswith("unix://"):
 else:
     CELERY_BROKER_URL = REDIS_URL
 
-CHANNEL_LAYERS = {
-    "default": {
-        "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {
-            # redis-py 8 reads with a 5 s socket timeout by default, which races the layer's own
-            # 5 s blocking pop: an idle socket would be dropped with 1011 every few seconds.
-            # A worker process shares one pool among all its turns; past the limit a send fails
-            # instead of waiting, so the limit sits far above what a busy process needs.
-            "hosts": [
-                {"address": REDIS_URL, "socket_timeout": 30, "health_check_interval": 15, "max_connections": 1000}
-            ],
-            # A turn pushes a batch every window, not a message per token, so the default
-            # capacity is ample; it is raised to ride out a socket that stalls briefly.
-            "capacity": env_int("CHANNEL_CAPACITY", 1000),
-            "expiry": 60,
-            "prefix": "tessera:ch:",
+_layer_hosts = [
+    {
+        "address": REDIS_URL,
+        # redis-py 8 reads with a 5 s socket timeout by default, which races the Redis layer's own
+        # 5 s blocking pop: an idle socket would be dropped with 1011 every few seconds.
+        "socket_timeout": 30,
+        "health_check_interval": 15,
+        # A worker process shares one pool among all its turns; past the limit a send fails
+        # instead of waiting, so the limit sits far above what a busy process needs.
+        "max_connections": 1000,
+    }
+]
+# Pub/sub by default: per fragment it costs the worker a quarter and the web process a fiftieth
+# of what the list-based layer does, and one chat's added latency drops from ~5 to ~3 ms
+# (bench/RESULTS.md). Its delivery is at most once (a web process reconnecting to Redis misses
+# what is published meanwhile); the page covers that by asking for a turn's state when a
+# sequence number is skipped or a running turn goes quiet. TESSERA_CHANNEL_LAYER=redis selects
+# the list-based layer, which buffers per socket instead (up to CHANNEL_CAPACITY messages).
+if env_str("TESSERA_CHANNEL_LAYER", "pubsub") == "redis":
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {
+                "hosts": _layer_hosts,
+                "capacity": env_int("CHANNEL_CAPACITY", 1000),
+                "expiry": 60,
+                "prefix": "tessera:ch:",
+            },
         },
-    },
-}
+    }
+else:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+            "CONFIG": {"hosts": _layer_hosts, "prefix": "tessera:ch:"},
+        },
+    }
 
 # Sessions and a few site-wide rows live in Redis too: a page view then spends its SQL queries on
 # the chat itself. Nothing secret goes in the cache (API keys are never cached).
