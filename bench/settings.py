@@ -80,3 +80,19 @@ if os.environ.get("BENCH_TRACE"):
             _install_trace_hooks()
 
         threading.Thread(target=_when_ready, daemon=True).start()
+
+if os.environ.get("BENCH_ANYIO_THREADS"):
+    # Experiment: how many threads LiteLLM's end-of-stream work (run through anyio) may use at
+    # once in a worker's loop. Fewer threads compete with the loop thread for the GIL.
+    from celery.signals import worker_ready
+
+    @worker_ready.connect
+    def _limit_anyio_threads(**_: object) -> None:
+        async def limit() -> None:
+            import anyio.to_thread
+
+            anyio.to_thread.current_default_thread_limiter().total_tokens = int(os.environ["BENCH_ANYIO_THREADS"])
+
+        from chat import worker_loop
+
+        worker_loop.get().run(limit())
