@@ -37,7 +37,7 @@ def db(fn: Any) -> Any:
 
 
 class WorkerLoop:
-    def __init__(self, *, io_threads: int) -> None:
+    def __init__(self, *, io_threads: int, library_threads: int = 0) -> None:
         self.loop = asyncio.new_event_loop()
         # Database calls and sync tools run in the loop's default executor: sized for many turns
         # at once (the stdlib default is cores + 4).
@@ -48,6 +48,8 @@ class WorkerLoop:
         self._watch: Any = None
         self._thread = threading.Thread(target=self._run, name="turn-loop", daemon=True)
         self._thread.start()
+        if library_threads:
+            self.run(_limit_anyio_threads(library_threads))
 
     def _run(self) -> None:
         asyncio.set_event_loop(self.loop)
@@ -95,6 +97,16 @@ class WorkerLoop:
         self._thread.join(timeout=5)
 
 
+async def _limit_anyio_threads(total: int) -> None:
+    """LiteLLM hands its CPU-heavy end-of-stream work (rebuilding the whole response from its
+    chunks) to threads through anyio. When many turns end together, a few such threads at a time
+    finish them as fast as many would, while many would take the GIL from the loop thread and
+    hold up the fragments of every turn still streaming (bench/RESULTS.md)."""
+    import anyio.to_thread
+
+    anyio.to_thread.current_default_thread_limiter().total_tokens = total
+
+
 _lock = threading.Lock()
 _current: WorkerLoop | None = None
 _pid = 0
@@ -107,7 +119,10 @@ def get() -> WorkerLoop:
         if _current is None or _pid != os.getpid():
             from django.conf import settings
 
-            _current = WorkerLoop(io_threads=int(settings.TESSERA["WORKER_IO_THREADS"]))
+            _current = WorkerLoop(
+                io_threads=int(settings.TESSERA["WORKER_IO_THREADS"]),
+                library_threads=int(settings.TESSERA["WORKER_LIBRARY_THREADS"]),
+            )
             _pid = os.getpid()
         return _current
 

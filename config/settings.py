@@ -289,6 +289,8 @@ TESSERA = {
     "TOOL_RESULT_MODEL_LIMIT": env_int("TESSERA_TOOL_RESULT_MODEL_LIMIT", 16_000),
     # Threads a worker process lends its turns for database calls and sync tools.
     "WORKER_IO_THREADS": env_int("TESSERA_WORKER_IO_THREADS", 32),
+    # Threads LiteLLM may use at once for its end-of-stream work in a worker (chat/worker_loop.py).
+    "WORKER_LIBRARY_THREADS": env_int("TESSERA_WORKER_LIBRARY_THREADS", 2),
 }
 
 LOGGING = {
