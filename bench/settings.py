@@ -96,3 +96,13 @@ if os.environ.get("BENCH_ANYIO_THREADS"):
         from chat import worker_loop
 
         worker_loop.get().run(limit())
+
+if os.environ.get("BENCH_GC_THRESHOLD"):
+    # Experiment: collector thresholds for the worker ("gen0,gen1,gen2").
+    from celery.signals import worker_ready
+
+    @worker_ready.connect
+    def _gc_threshold(**_: object) -> None:
+        import gc
+
+        gc.set_threshold(*(int(x) for x in os.environ["BENCH_GC_THRESHOLD"].split(",")))
