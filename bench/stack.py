@@ -244,8 +244,8 @@ class Stack:
             "setup",
             "--users",
             str(self.config.users),
-            "--password",
-            self.password,
+            # One argument with "=": a random password may start with "-".
+            f"--password={self.password}",
             "--api-base",
             f"{self.provider_url}/v1",
         )
