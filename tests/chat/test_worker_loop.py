@@ -89,3 +89,15 @@ def test_two_turns_in_a_row_run_in_the_shared_loop(fresh_loop: None, user: Any, 
     for answer in answers:
         assert answer.html_key == fingerprint()
         assert answer.html == render_complete(answer.content)
+
+
+def test_litellm_gets_few_threads_for_its_end_of_stream_work(fresh_loop: None, settings: Any) -> None:
+    settings.TESSERA = {**settings.TESSERA, "WORKER_LIBRARY_THREADS": 2}
+    worker_loop.shutdown()
+
+    async def tokens() -> float:
+        import anyio.to_thread
+
+        return anyio.to_thread.current_default_thread_limiter().total_tokens
+
+    assert worker_loop.get().run(tokens()) == 2
