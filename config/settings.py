@@ -134,7 +134,7 @@ TEMPLATES = [
 # --- Database ---------------------------------------------------------------------------------
 _default_db = f"sqlite:///{VAR_DIR / 'tessera.sqlite3'}"
 DATABASES = {
-    "default": dj_database_url.parse(env_str("DATABASE_URL", _default_db), conn_max_age=60),
+    "default": dj_database_url.parse(env_str("DATABASE_URL", _default_db), conn_max_age=env_int("DB_CONN_MAX_AGE", 60)),
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Web, worker and tests write the same file: WAL lets readers run beside the writer and

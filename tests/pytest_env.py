@@ -19,6 +19,9 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 os.environ.setdefault("TESSERA_PROVIDER_BACKOFF_S", "0.05")
 # Password hashing dominates test time; the stack subprocesses inherit this too.
 os.environ.setdefault("TESSERA_FAST_PASSWORD_HASHER", "true")
+# Connections made in helper threads (channels' database_sync_to_async) are closed after each
+# call, so none is left open when the test database is dropped.
+os.environ.setdefault("DB_CONN_MAX_AGE", "0")
 
 
 def pytest_unconfigure(config: object) -> None:
