@@ -97,6 +97,7 @@ if os.environ.get("BENCH_ANYIO_THREADS"):
 
         worker_loop.get().run(limit())
 
+
 if os.environ.get("BENCH_GC_THRESHOLD"):
     # Experiment: collector thresholds for the worker ("gen0,gen1,gen2").
     from celery.signals import worker_ready

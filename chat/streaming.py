@@ -64,9 +64,9 @@ class TurnSink:
         }
         self._pending: list[str] = []
         self._dirty: set[int] = set()
-        self._committed: dict[int, int] = {}  # step → finished blocks already pushed
         self._tails: dict[int, tuple[str, str]] = {}  # step → (tail, tail_html) last pushed
-        self._blocks: dict[int, list[str]] = {}  # step → every block pushed, rendered (stored at the end)
+        # step → the finished blocks pushed so far, rendered; stored with the message at the end.
+        self._blocks: dict[int, list[str]] = {}
         self._flush_handle: asyncio.TimerHandle | None = None
         self._lock = asyncio.Lock()
         self.first_token_at: float | None = None
@@ -95,7 +95,8 @@ class TurnSink:
 
     def _text_fragments(self, index: int, *, complete: bool) -> str:
         step = self._step(index)
-        rendered = render_text(step["text"], complete=complete, already=self._committed.get(index, 0))
+        blocks = self._blocks.setdefault(index, [])
+        rendered = render_text(step["text"], complete=complete, already=len(blocks))
         prefix = f"{self.turn_id}-{index}"
         html = []
         if rendered.blocks:
@@ -105,9 +106,8 @@ class TurnSink:
             html.append(f'<div id="tail-{prefix}" class="md-tail" hx-swap-oob="true">{patch.html}</div>')
         elif patch is not None:
             html.append(f'<div hx-swap-oob="beforeend:#tail-{prefix}">{patch.html}</div>')
-        self._committed[index] = rendered.committed
         self._tails[index] = (rendered.tail, rendered.tail_html)
-        self._blocks.setdefault(index, []).extend(rendered.blocks)
+        blocks.extend(rendered.blocks)
         return "".join(html)
 
     async def flush(self, extra: str = "") -> None:
@@ -168,10 +168,8 @@ class TurnSink:
             html += self._cards_html(step)
         await self.flush(html)
         if message.content or message.tool_calls or status == "complete":
-            # The blocks were rendered for the stream already: stored, a page view need not
+            # Every block was rendered for the stream already: stored, a page view need not
             # render them again.
-            blocks = self._blocks.get(step, [])
-            stored = len(blocks) == self._committed.get(step, 0)
             await _save_message(
                 chat_id=self.chat_id,
                 turn_id=self.turn_id,
@@ -180,8 +178,8 @@ class TurnSink:
                 content=message.content,
                 tool_calls=[c.to_openai() for c in message.tool_calls] or None,
                 metadata={status: True} if status != "complete" else {},
-                html="".join(blocks) if stored else "",
-                html_key=fingerprint() if stored else "",
+                html="".join(self._blocks.get(step, [])),
+                html_key=fingerprint(),
             )
 
     def _cards_html(self, step: int) -> str:

@@ -7,7 +7,6 @@ costs almost nothing while the model is thinking. Database calls hop to the loop
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
@@ -21,7 +20,7 @@ from .models import AppSettings, LLMModel, Message, Turn
 from .prompts import system_prompt
 from .streaming import TurnSink, render
 from .tools import ChatToolBox
-from .worker_loop import db
+from .worker_loop import TurnWatch, db
 
 log = logging.getLogger(__name__)
 
@@ -120,48 +119,6 @@ async def _run_claimed(turn: Turn, redis: Any, watch: TurnWatch) -> None:
     finally:
         watch.remove(turn.pk)
         await redis.delete(live.key(turn.pk, "alive"), live.key(turn.pk, "cancel"))
-
-
-class TurnWatch:
-    """Polls the Stop flags and refreshes the heartbeats of every turn a process runs, in one
-    Redis round trip per interval however many turns there are (a poll per turn would cost a
-    process with 200 turns over a thousand round trips a second)."""
-
-    def __init__(self, redis: Any, interval_s: float) -> None:
-        self.redis = redis
-        self.interval_s = interval_s
-        self.turns: dict[int, CancelToken] = {}
-        self._task: asyncio.Task[None] | None = None
-
-    def add(self, turn_id: int, cancel: CancelToken) -> None:
-        self.turns[turn_id] = cancel
-        if self._task is None or self._task.done():
-            self._task = asyncio.create_task(self._run())
-
-    def remove(self, turn_id: int) -> None:
-        self.turns.pop(turn_id, None)
-
-    async def _run(self) -> None:
-        while self.turns:
-            try:
-                await self.poll()
-            except Exception:
-                # A Redis hiccup must not end the polling: the heartbeat outlives a few missed
-                # rounds (ALIVE_TTL_S) and Stop is only late.
-                log.warning("Polling Stop flags failed", exc_info=True)
-            await asyncio.sleep(self.interval_s)
-
-    async def poll(self) -> None:
-        ids = list(self.turns)
-        async with self.redis.pipeline(transaction=False) as pipe:
-            pipe.mget([live.key(turn_id, "cancel") for turn_id in ids])
-            for turn_id in ids:
-                pipe.set(live.key(turn_id, "alive"), "1", ex=live.ALIVE_TTL_S)
-            flags, *_ = await pipe.execute()
-        for turn_id, flag in zip(ids, flags, strict=True):
-            cancel = self.turns.get(turn_id)
-            if flag and cancel is not None and not cancel.is_set():
-                cancel.set()
 
 
 def _transcript(chat_id: int) -> list[dict[str, Any]]:

@@ -25,6 +25,10 @@ from typing import Any, TypeVar
 import redis.asyncio as aioredis
 from channels.db import database_sync_to_async
 
+from chat.agent.loop import CancelToken
+
+from . import live
+
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
@@ -36,6 +40,48 @@ def db(fn: Any) -> Any:
     return database_sync_to_async(fn, thread_sensitive=False)
 
 
+class TurnWatch:
+    """Polls the Stop flags and refreshes the heartbeats of every turn a process runs, in one
+    Redis round trip per interval however many turns there are (a poll per turn would cost a
+    process with 200 turns over a thousand round trips a second)."""
+
+    def __init__(self, redis: Any, interval_s: float) -> None:
+        self.redis = redis
+        self.interval_s = interval_s
+        self.turns: dict[int, CancelToken] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    def add(self, turn_id: int, cancel: CancelToken) -> None:
+        self.turns[turn_id] = cancel
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._run())
+
+    def remove(self, turn_id: int) -> None:
+        self.turns.pop(turn_id, None)
+
+    async def _run(self) -> None:
+        while self.turns:
+            try:
+                await self.poll()
+            except Exception:
+                # A Redis hiccup must not end the polling: the heartbeat outlives a few missed
+                # rounds (ALIVE_TTL_S) and Stop is only late.
+                log.warning("Polling Stop flags failed", exc_info=True)
+            await asyncio.sleep(self.interval_s)
+
+    async def poll(self) -> None:
+        ids = list(self.turns)
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.mget([live.key(turn_id, "cancel") for turn_id in ids])
+            for turn_id in ids:
+                pipe.set(live.key(turn_id, "alive"), "1", ex=live.ALIVE_TTL_S)
+            flags, *_ = await pipe.execute()
+        for turn_id, flag in zip(ids, flags, strict=True):
+            cancel = self.turns.get(turn_id)
+            if flag and cancel is not None and not cancel.is_set():
+                cancel.set()
+
+
 class WorkerLoop:
     def __init__(self, *, io_threads: int, library_threads: int = 0) -> None:
         self.loop = asyncio.new_event_loop()
@@ -45,7 +91,7 @@ class WorkerLoop:
             concurrent.futures.ThreadPoolExecutor(max_workers=io_threads, thread_name_prefix="turn-io")
         )
         self._redis: aioredis.Redis | None = None
-        self._watch: Any = None
+        self._watch: TurnWatch | None = None
         self._thread = threading.Thread(target=self._run, name="turn-loop", daemon=True)
         self._thread.start()
         if library_threads:
@@ -69,17 +115,13 @@ class WorkerLoop:
         """The process's shared async Redis client (its pool hands each caller a connection);
         only to be used from coroutines running in this loop."""
         if self._redis is None:
-            from . import live
-
             self._redis = live.async_client()
         return self._redis
 
-    def watch(self) -> Any:
-        """The process's one poller of Stop flags and heartbeats (`chat.turns.TurnWatch`)."""
+    def watch(self) -> TurnWatch:
+        """The process's one poller of Stop flags and heartbeats."""
         if self._watch is None:
             from django.conf import settings
-
-            from .turns import TurnWatch
 
             self._watch = TurnWatch(self.redis(), settings.TESSERA["CANCEL_POLL_S"])
         return self._watch

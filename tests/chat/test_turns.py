@@ -132,7 +132,7 @@ def test_unusable_selected_toolset_is_skipped_with_a_notice(user: Any, demo_mode
 
 def test_one_poll_serves_every_running_turn(redis_server: str) -> None:
     from chat.agent.loop import CancelToken
-    from chat.turns import TurnWatch
+    from chat.worker_loop import TurnWatch
 
     async def scenario() -> tuple[bool, bool, list[int]]:
         client = live.async_client()
@@ -158,7 +158,7 @@ def test_one_poll_serves_every_running_turn(redis_server: str) -> None:
 
 def test_polling_survives_a_redis_error() -> None:
     from chat.agent.loop import CancelToken
-    from chat.turns import TurnWatch
+    from chat.worker_loop import TurnWatch
 
     class Flaky:
         """Fails the first round trip, then reports a Stop flag."""
