@@ -239,6 +239,17 @@ _ATTRIBUTES = {
 }
 
 
+# The partials' own classes, and nothing the page's chrome uses: a value that reached a class
+# attribute (a bug, or a future partial) can never make a card look like one of the page's controls.
+_CLASS_TOKEN = re.compile(r"(?:gu-|gen-ui)[\w-]*|is-(?:done|unread|over|near)|sr-only")
+
+
+def _keep_attribute(tag: str, attribute: str, value: str) -> str | None:
+    if attribute == "class":
+        return " ".join(token for token in value.split() if _CLASS_TOKEN.fullmatch(token)) or None
+    return value
+
+
 @cache
 def _template(name: str) -> Template:
     return get_template(name).template  # type: ignore[no-any-return, attr-defined]
@@ -250,6 +261,7 @@ def _render(name: str, context: dict[str, Any]) -> str:
         html,
         tags=_TAGS,
         attributes=_ATTRIBUTES,
+        attribute_filter=_keep_attribute,
         generic_attribute_prefixes={"aria-", "data-"},
         url_schemes={"http", "https"},
         link_rel="noopener noreferrer",

@@ -1,10 +1,11 @@
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+
+from core import strictjson
 
 from . import live, presenters
 from .events import FragmentMessage, frame, group_name
@@ -14,6 +15,9 @@ from .streaming import render
 # Close codes in the 4xxx range: htmx's websocket extension does not reconnect on these.
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
+# The page only ever sends `{"type": "sync", "turn": N}`; anything much bigger is not from it.
+MAX_FRAME_BYTES = 4096
+MAX_ID = 2**63 - 1
 
 
 class ChatConsumer(AsyncWebsocketConsumer):
@@ -52,14 +56,16 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        # Frames come from anyone who can open the socket: parse strictly, ignore what does not
+        # fit, and keep the socket (a bad frame is no reason to drop a reader's live answer).
         if not self.group or not text_data:
             return
         try:
-            data = json.loads(text_data)
-            turn_id = int(data.get("turn", 0))
-        except (ValueError, TypeError, AttributeError):
+            data = strictjson.loads(text_data, max_bytes=MAX_FRAME_BYTES, max_depth=4)
+        except strictjson.InvalidJSON:
             return
-        if data.get("type") == "sync" and await _turn_in_chat(turn_id, self.chat_id):
+        turn_id = _turn_id(data.get("turn")) if isinstance(data, dict) and data.get("type") == "sync" else None
+        if turn_id is not None and await _turn_in_chat(turn_id, self.chat_id):
             await self.sync_turn(turn_id)
 
     async def sync_turn(self, turn_id: int) -> None:
@@ -78,6 +84,15 @@ class ChatConsumer(AsyncWebsocketConsumer):
 
     async def chat_fragment(self, event: FragmentMessage) -> None:
         await self.send(text_data=frame(event["turn"], event["seq"], event["html"]))
+
+
+def _turn_id(value: Any) -> int | None:
+    """A turn id from a frame: a positive integer, or its decimal digits (as the page sends it)."""
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 19:
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_ID:
+        return value
+    return None
 
 
 @database_sync_to_async

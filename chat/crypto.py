@@ -11,6 +11,8 @@ from cryptography.fernet import Fernet, InvalidToken
 from django.conf import settings
 from django.db import models
 
+from core import redact
+
 PREFIX = "fernet:"
 
 
@@ -32,9 +34,13 @@ def decrypt(stored: str) -> str:
     if not stored.startswith(PREFIX):
         raise ValueError("Stored secret is not encrypted")
     try:
-        return _fernet(settings.FIELD_ENCRYPTION_KEY).decrypt(stored.removeprefix(PREFIX).encode()).decode()
+        plaintext = _fernet(settings.FIELD_ENCRYPTION_KEY).decrypt(stored.removeprefix(PREFIX).encode()).decode()
     except InvalidToken:
         raise ValueError("Stored secret cannot be decrypted with FIELD_ENCRYPTION_KEY") from None
+    # Whatever this process may now echo by accident (a provider's error quoting the key) is
+    # redacted from then on.
+    redact.register(plaintext)
+    return plaintext
 
 
 def mask(plaintext: str) -> str:
@@ -52,4 +58,6 @@ class EncryptedTextField(models.TextField):
 
     def get_prep_value(self, value: Any) -> Any:
         value = super().get_prep_value(value)
+        if value:
+            redact.register(value)
         return encrypt(value) if value else ""

@@ -72,7 +72,17 @@ ALLOWED_ATTRIBUTES = {
     "td": {"align"},
     "ol": {"start"},
 }
+# Classes model output may carry: only what Markdown rendering itself adds (a fenced block's
+# language). Anything else could impersonate the page's own controls (`stop-btn`, …).
+_CODE_LANGUAGE = re.compile(r"language-[A-Za-z0-9_+#.-]{1,40}")
 _local = threading.local()
+
+
+def _keep_attribute(tag: str, attribute: str, value: str) -> str | None:
+    if attribute == "class":
+        kept = [token for token in value.split() if _CODE_LANGUAGE.fullmatch(token)]
+        return " ".join(kept[:1]) or None
+    return value
 
 
 def _markdown() -> markdown.Markdown:
@@ -93,6 +103,7 @@ def sanitize(html: str) -> str:
         html,
         tags=ALLOWED_TAGS,
         attributes=ALLOWED_ATTRIBUTES,
+        attribute_filter=_keep_attribute,
         url_schemes={"http", "https", "mailto"},
         link_rel="noopener noreferrer",
         set_tag_attribute_values={"a": {"target": "_blank"}},

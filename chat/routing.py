@@ -1,7 +1,9 @@
 from django.urls import path
 
+import core.converters  # noqa: F401 - registers the <id:…> converter
+
 from .consumers import ChatConsumer
 
 websocket_urlpatterns = [
-    path("ws/chats/<int:chat_id>/", ChatConsumer.as_asgi()),
+    path("ws/chats/<id:chat_id>/", ChatConsumer.as_asgi()),
 ]

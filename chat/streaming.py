@@ -23,6 +23,7 @@ from django.utils import timezone
 
 from chat.agent.loop import Outcome
 from chat.agent.types import AssistantMessage, ToolCall, ToolResult
+from core.redact import redact
 
 from . import live, presenters
 from .events import send_fragment
@@ -32,6 +33,10 @@ from .worker_loop import db
 
 log = logging.getLogger(__name__)
 PROGRESS_INTERVAL_S = 0.2
+# A running answer's text is written to the database at least this often (and whenever a block
+# finishes), so a worker killed mid-answer loses at most the last few seconds of it, even if
+# Redis goes down with it.
+CHECKPOINT_S = 2.0
 
 
 @cache
@@ -72,6 +77,10 @@ class TurnSink:
         self.first_token_at: float | None = None
         self.toolbox: Any = None
         self._progress_sent: dict[tuple[int, int], float] = {}
+        self._checkpointed: dict[int, str] = {}  # step → the text last written to the database
+        self._checkpoint_at = time.monotonic()
+        self._checkpoint_task: asyncio.Task[None] | None = None
+        self._block_finished = False
 
     # --- helpers ---------------------------------------------------------------------------
     def _step(self, index: int) -> dict[str, Any]:
@@ -108,6 +117,7 @@ class TurnSink:
             html.append(f'<div hx-swap-oob="beforeend:#tail-{prefix}">{patch.html}</div>')
         self._tails[index] = (rendered.tail, rendered.tail_html)
         blocks.extend(rendered.blocks)
+        self._block_finished = self._block_finished or bool(rendered.blocks)
         return "".join(html)
 
     async def flush(self, extra: str = "") -> None:
@@ -130,12 +140,50 @@ class TurnSink:
             # in the state and drops the fragment as a duplicate.
             await self.redis.set(live.key(self.turn_id, "live"), json.dumps(self.state), ex=live.LIVE_TTL_S)
             await send_fragment(self.chat_id, self.turn_id, self.seq, html, self.layer)
+            self._maybe_checkpoint()
+
+    # --- durable text ------------------------------------------------------------------------
+    def _maybe_checkpoint(self) -> None:
+        """Writes streaming steps' text to the database in the background when a block finished
+        or CHECKPOINT_S passed; one write at a time, never on the fragment's path."""
+        if self._checkpoint_task is not None and not self._checkpoint_task.done():
+            return
+        if not self._block_finished and time.monotonic() - self._checkpoint_at < CHECKPOINT_S:
+            return
+        self._block_finished = False
+        pending = {
+            s["index"]: s["text"]
+            for s in self.state["steps"]
+            if s["state"] == "streaming" and s["text"] and self._checkpointed.get(s["index"]) != s["text"]
+        }
+        if not pending:
+            return
+        self._checkpoint_at = time.monotonic()
+        self._checkpointed.update(pending)
+        self._checkpoint_task = asyncio.ensure_future(self._checkpoint(pending))
+
+    async def _checkpoint(self, texts: dict[int, str]) -> None:
+        try:
+            await _checkpoint_text(self.chat_id, self.turn_id, texts)
+        except Exception:  # the live state still has the text; the next checkpoint tries again
+            log.exception("Saving the partial answer of turn %s failed", self.turn_id)
+            for index in texts:
+                self._checkpointed.pop(index, None)
+
+    async def _checkpoint_done(self) -> None:
+        # The final save of a step must land after any checkpoint of it, never before.
+        if self._checkpoint_task is not None:
+            await asyncio.gather(self._checkpoint_task, return_exceptions=True)
 
     def _turn_state_html(self) -> str:
         view = presenters.turn_from_live(self.state)
         return render("chat/_turn_state.html", {"turn": view, "oob": True})
 
     # --- EventSink ---------------------------------------------------------------------------
+    async def started(self) -> None:
+        """The worker has claimed the turn: open tabs stop showing it as waiting for one."""
+        await self.flush(self._turn_state_html())
+
     async def step_started(self, step: int) -> None:
         self.state["steps"].append({"index": step, "text": "", "cards": [], "state": "streaming"})
         view = presenters.step(self.turn_id, step, text="", cards=[], state="streaming")
@@ -167,14 +215,14 @@ class TurnSink:
         if status != "complete":
             html += self._cards_html(step)
         await self.flush(html)
-        if message.content or message.tool_calls or status == "complete":
+        await self._checkpoint_done()
+        if message.content or message.tool_calls or status == "complete" or step in self._checkpointed:
             # Every block was rendered for the stream already: stored, a page view need not
             # render them again.
-            await _save_message(
+            await _save_assistant(
                 chat_id=self.chat_id,
                 turn_id=self.turn_id,
                 step=step,
-                role=Message.Role.ASSISTANT,
                 content=message.content,
                 tool_calls=[c.to_openai() for c in message.tool_calls] or None,
                 metadata={status: True} if status != "complete" else {},
@@ -265,19 +313,23 @@ class TurnSink:
         )
 
     async def notice(self, kind: str, text: str) -> None:
-        self.state["notices"].append(text)
+        self.state["notices"].append(redact(text))
         await self.flush(self._turn_state_html())
 
     async def finish(self, outcome: Outcome) -> None:
         status = {"completed": Turn.Status.COMPLETED, "cancelled": Turn.Status.CANCELLED, "failed": Turn.Status.FAILED}[
             outcome.status
         ]
+        # Provider errors can quote a credential back: redacted before the database, Redis or a page.
+        error = redact(outcome.error)
         self.state["status"] = str(status)
-        self.state["error"] = outcome.error
+        self.state["error"] = error
+        await self._checkpoint_done()
         await _finish_turn(
             self.turn_id,
             status=status,
             outcome=outcome,
+            error=error,
             notices=self.state["notices"],
             first_token_at=self.first_token_at,
         )
@@ -287,6 +339,23 @@ class TurnSink:
 @db
 def _save_message(**fields: Any) -> None:
     Message.objects.create(**fields)
+
+
+@db
+def _save_assistant(*, turn_id: int, step: int, **fields: Any) -> None:
+    """A step's final assistant message; it replaces the step's checkpoint if there is one."""
+    Message.objects.update_or_create(turn_id=turn_id, step=step, role=Message.Role.ASSISTANT, defaults=fields)
+
+
+@db
+def _checkpoint_text(chat_id: int, turn_id: int, texts: dict[int, str]) -> None:
+    for step, text in texts.items():
+        Message.objects.update_or_create(
+            turn_id=turn_id,
+            step=step,
+            role=Message.Role.ASSISTANT,
+            defaults={"chat_id": chat_id, "content": text, "metadata": {"streaming": True}},
+        )
 
 
 @db
@@ -310,14 +379,14 @@ def _save_tool_message(chat_id: int, turn_id: int, step: int, position: int, cal
 
 @db
 def _finish_turn(
-    turn_id: int, *, status: str, outcome: Outcome, notices: list[str], first_token_at: float | None
+    turn_id: int, *, status: str, outcome: Outcome, error: str, notices: list[str], first_token_at: float | None
 ) -> None:
     from datetime import UTC, datetime
 
     Turn.objects.filter(pk=turn_id).update(
         status=status,
         iterations=outcome.iterations,
-        error=outcome.error,
+        error=error,
         error_kind=outcome.error_kind,
         notices=notices,
         usage={"prompt_tokens": outcome.usage.prompt_tokens, "completion_tokens": outcome.usage.completion_tokens},

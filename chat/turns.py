@@ -11,6 +11,7 @@ import logging
 from typing import Any
 
 from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 
 from chat.agent.loop import Agent, CancelToken, Outcome
@@ -87,6 +88,7 @@ async def _run_claimed(turn: Turn, redis: Any, watch: TurnWatch) -> None:
     cancel = CancelToken()
     watch.add(turn.pk, cancel)
     try:
+        await sink.started()
         llm = turn.model or await db(LLMModel.default)()
         if llm is None:
             await sink.finish(Outcome("failed", 0, error="No model is configured. An administrator needs to add one."))
@@ -128,10 +130,12 @@ def _transcript(chat_id: int) -> list[dict[str, Any]]:
     return [m.to_openai() for m in rows]
 
 
-async def interrupt(turn: Turn, redis: Any) -> None:
-    """Closes a turn whose worker died: keeps what was streamed and says what happened."""
+async def interrupt(turn: Turn, redis: Any) -> bool:
+    """Closes a turn whose worker died: keeps what was streamed and says what happened. Returns
+    False if the turn was no longer running (closed meanwhile by someone else)."""
     state = await live.aread_state(redis, turn.pk)
-    await db(_persist_interrupted)(turn.pk, state)
+    if not await db(_persist_interrupted)(turn.pk, state):
+        return False
     from .events import send_fragment
 
     if state is None:
@@ -150,13 +154,25 @@ async def interrupt(turn: Turn, redis: Any) -> None:
     view = presenters.turn_from_live(state)
     html = render("chat/_turn.html", {"turn": view, "oob": True})
     await send_fragment(turn.chat_id, turn.pk, state["seq"], html)
+    return True
 
 
-def _persist_interrupted(turn_id: int, state: dict[str, Any] | None) -> None:
-    turn = Turn.objects.get(pk=turn_id)
-    saved_steps = set(Message.objects.filter(turn=turn, role=Message.Role.ASSISTANT).values_list("step", flat=True))
+def _persist_interrupted(turn_id: int, state: dict[str, Any] | None) -> bool:
+    with transaction.atomic():
+        # Claimed under a row lock: of two callers (the reaper and a redelivered task), one wins.
+        turn = Turn.objects.select_for_update().filter(pk=turn_id, status=Turn.Status.RUNNING).first()
+        if turn is None:
+            return False
+        _close_interrupted(turn, state)
+    return True
+
+
+def _close_interrupted(turn: Turn, state: dict[str, Any] | None) -> None:
+    turn_id = turn.pk
+    saved = {m.step: m for m in Message.objects.filter(turn=turn, role=Message.Role.ASSISTANT)}
     for step in (state or {}).get("steps", []):
-        if step["index"] not in saved_steps and step["text"]:
+        message = saved.get(step["index"])
+        if message is None and step["text"]:
             Message.objects.create(
                 chat_id=turn.chat_id,
                 turn=turn,
@@ -165,6 +181,18 @@ def _persist_interrupted(turn_id: int, state: dict[str, Any] | None) -> None:
                 content=step["text"],
                 metadata={"stopped": True},
             )
+        elif (
+            message is not None
+            and (message.metadata or {}).get("streaming")
+            and len(step["text"]) > len(message.content)
+        ):
+            # Redis has seen more of the answer than the last checkpoint did.
+            message.content = step["text"]
+            message.save(update_fields=["content"])
+    # Checkpoints of a running answer become what the reader sees of it: a stopped answer.
+    for message in saved.values():
+        if (message.metadata or {}).get("streaming"):
+            Message.objects.filter(pk=message.pk).update(metadata={"stopped": True})
     # Every stored tool call needs a result, or the transcript cannot be sent to a provider.
     answered = set(Message.objects.filter(turn=turn, role=Message.Role.TOOL).values_list("tool_call_id", flat=True))
     for message in Message.objects.filter(turn=turn, role=Message.Role.ASSISTANT).filter(tool_calls__isnull=False):
@@ -187,26 +215,3 @@ def _persist_interrupted(turn_id: int, state: dict[str, Any] | None) -> None:
     Turn.objects.filter(pk=turn_id).update(
         status=Turn.Status.INTERRUPTED, error=INTERRUPTED_ERROR, error_kind="interrupted", finished_at=timezone.now()
     )
-
-
-def check_abandoned(turn: Turn) -> bool:
-    """Called when a page or socket shows an active turn: if no worker has a heartbeat for it
-    and it has been running a while, close it as interrupted. Returns True if it did."""
-    if turn.status != Turn.Status.RUNNING or live.is_alive(turn.pk):
-        return False
-    if turn.started_at and (timezone.now() - turn.started_at).total_seconds() < live.ALIVE_TTL_S:
-        return False
-
-    async def _go() -> None:
-        redis = live.async_client()
-        try:
-            await interrupt(turn, redis)
-        finally:
-            await redis.aclose()
-
-    from asgiref.sync import async_to_sync
-
-    async_to_sync(_go)()
-    turn.status = Turn.Status.INTERRUPTED
-    turn.error = INTERRUPTED_ERROR
-    return True

@@ -1,5 +1,7 @@
 from django.urls import path
 
+import core.converters  # noqa: F401 - registers the <id:…> converter
+
 from . import views
 
 app_name = "chat"
@@ -7,13 +9,13 @@ app_name = "chat"
 urlpatterns = [
     path("", views.home, name="home"),
     path("chats/new/", views.create_chat, name="create"),
-    path("chats/<int:chat_id>/", views.chat_detail, name="detail"),
-    path("chats/<int:chat_id>/messages/", views.send_message, name="send"),
-    path("chats/<int:chat_id>/earlier/", views.earlier, name="earlier"),
-    path("chats/<int:chat_id>/stop/", views.stop, name="stop"),
-    path("chats/<int:chat_id>/rename/", views.rename, name="rename"),
-    path("chats/<int:chat_id>/delete/", views.delete, name="delete"),
-    path("chats/<int:chat_id>/tools/", views.update_tools, name="tools"),
-    path("chats/<int:chat_id>/settings/", views.update_settings, name="settings"),
+    path("chats/<id:chat_id>/", views.chat_detail, name="detail"),
+    path("chats/<id:chat_id>/messages/", views.send_message, name="send"),
+    path("chats/<id:chat_id>/earlier/", views.earlier, name="earlier"),
+    path("chats/<id:chat_id>/stop/", views.stop, name="stop"),
+    path("chats/<id:chat_id>/rename/", views.rename, name="rename"),
+    path("chats/<id:chat_id>/delete/", views.delete, name="delete"),
+    path("chats/<id:chat_id>/tools/", views.update_tools, name="tools"),
+    path("chats/<id:chat_id>/settings/", views.update_settings, name="settings"),
     path("chats/tools/", views.update_default_tools, name="default_tools"),
 ]

@@ -15,18 +15,16 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from toolsets.models import ToolExecution
 
-from . import live, presenters, rendering
+from . import forms, live, presenters, rendering
 from . import selection as sel
 from .http import AuthedRequest
 from .models import AppSettings, Chat, LLMModel, Message, Turn, UserChatDefaults
 from .tasks import run_turn
-from .turns import check_abandoned
 
 TITLE_LENGTH = 60
 # A chat page shows this many exchanges; older ones load as the reader scrolls up. A long chat
 # then costs a page view what a short one does.
 PAGE_TURNS = 30
-MAX_MESSAGE_LENGTH = 32_000
 
 
 def _get_chat_for_user(request: AuthedRequest, chat_id: int) -> Chat:
@@ -79,9 +77,6 @@ def _exchanges(chat: Chat, before: int | None = None) -> tuple[list[dict[str, An
     turns = list(newest_first[: PAGE_TURNS + 1])
     earlier = turns[PAGE_TURNS - 1].pk if len(turns) > PAGE_TURNS else None
     turns = turns[:PAGE_TURNS][::-1]
-    for turn in turns:
-        if turn.is_active:
-            check_abandoned(turn)
     views, asked = build_turn_views(turns)
     exchanges = [{"user_message": asked.get(turn.pk), "turn": views[turn.pk]} for turn in turns]
     return exchanges, earlier
@@ -143,10 +138,6 @@ def earlier(request: AuthedRequest, chat_id: int) -> HttpResponse:
     return render(request, "chat/_earlier_page.html", {"chat": chat, "exchanges": exchanges, "earlier": more})
 
 
-def _clean_message(request: AuthedRequest) -> str:
-    return request.POST.get("content", "").strip()[:MAX_MESSAGE_LENGTH]
-
-
 def _start_turn(chat: Chat, content: str) -> tuple[Message, Turn]:
     with transaction.atomic():
         turn = Turn.objects.create(chat=chat, model=chat.model or LLMModel.default())
@@ -167,9 +158,10 @@ def _title_from(content: str) -> str:
 @require_POST
 def create_chat(request: AuthedRequest) -> HttpResponse:
     """Creates a chat from the first message typed on the home page."""
-    content = _clean_message(request)
-    model_id = request.POST.get("model")
-    model = LLMModel.objects.filter(pk=model_id, enabled=True).first() if model_id else None
+    form = forms.NewChatForm(request.POST)
+    if not form.is_valid():
+        return HttpResponse(forms.first_error(form), status=400)
+    content, model = form.cleaned_data["content"], form.cleaned_data["model"]
     app = AppSettings.load()
     chat = Chat.objects.create(
         owner=request.user,
@@ -189,9 +181,10 @@ def create_chat(request: AuthedRequest) -> HttpResponse:
 @require_POST
 def send_message(request: AuthedRequest, chat_id: int) -> HttpResponse:
     chat = _get_chat_for_user(request, chat_id)
-    content = _clean_message(request)
-    if not content:
-        return HttpResponse("Type a message first.", status=400)
+    form = forms.MessageForm(request.POST)
+    if not form.is_valid():
+        return HttpResponse(forms.first_error(form), status=400)
+    content = form.cleaned_data["content"]
     if chat.turns.filter(status__in=Turn.ACTIVE).exists():
         return HttpResponse("Wait for the current answer to finish, or stop it.", status=409)
     had_title = bool(chat.title)
@@ -219,7 +212,10 @@ def stop(request: AuthedRequest, chat_id: int) -> HttpResponse:
 @require_POST
 def rename(request: AuthedRequest, chat_id: int) -> HttpResponse:
     chat = _get_chat_for_user(request, chat_id)
-    title = " ".join(request.POST.get("title", "").split())[:200]
+    form = forms.RenameForm(request.POST)
+    if not form.is_valid():
+        return HttpResponse(forms.first_error(form), status=400)
+    title = form.cleaned_data["title"]
     if title:
         chat.title = title
         chat.save(update_fields=["title", "updated_at"])
@@ -280,22 +276,18 @@ def update_default_tools(request: AuthedRequest) -> HttpResponse:
 def update_settings(request: AuthedRequest, chat_id: int) -> HttpResponse:
     chat = _get_chat_for_user(request, chat_id)
     cap = AppSettings.load().max_tool_iterations_cap
-    error = ""
-    model_id = request.POST.get("model", "")
-    model = LLMModel.objects.filter(pk=model_id, enabled=True).first() if model_id.isdigit() else None
-    if model is not None:
-        chat.model = model
-    chat.limit_tool_iterations = request.POST.get("limit_tool_iterations") in ("on", "true", "1")
-    raw = request.POST.get("max_tool_iterations")
-    if raw is not None:  # a disabled input is not submitted: keep the number
-        try:
-            value = int(raw)
-        except ValueError:
-            value = 0
-        if 1 <= value <= cap:
-            chat.max_tool_iterations = value
-        else:
-            error = f"Choose a number from 1 to {cap}."
+    form = forms.ChatSettingsForm(request.POST, cap=cap)
+    form.is_valid()
+    # Each valid field is applied and each invalid one reported in the panel, which the page
+    # swaps in place: the person sees what was saved and what was not.
+    error = forms.first_error(form) if form.errors else ""
+    values = form.cleaned_data
+    if values.get("model") is not None:
+        chat.model = values["model"]
+    if "limit_tool_iterations" in values:
+        chat.limit_tool_iterations = values["limit_tool_iterations"]
+    if values.get("max_tool_iterations") is not None:
+        chat.max_tool_iterations = values["max_tool_iterations"]
     chat.save(update_fields=["model", "limit_tool_iterations", "max_tool_iterations", "updated_at"])
     context = {
         "chat": chat,

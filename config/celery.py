@@ -15,10 +15,13 @@ app.autodiscover_tasks()
 @worker_ready.connect
 def _start_turn_loop(**_: object) -> None:
     """Starts the process's turn loop and warms LiteLLM up in it, before the first turn arrives."""
-    from chat import worker_loop
+    from chat import reaper, worker_loop
     from chat.agent.llm import warm_up
 
-    worker_loop.get().run(warm_up())
+    loop = worker_loop.get()
+    loop.run(warm_up())
+    # Every worker looks for turns whose worker died (one of them per round does the work).
+    loop.submit(reaper.run(loop.redis()))
     # What is alive now (Django, Celery, LiteLLM and their imports: about a million objects)
     # lives as long as the process. Freezing it keeps the collector from walking it on every
     # full collection, which stopped all turns for 250-330 ms at a time in the benchmark.

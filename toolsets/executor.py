@@ -19,6 +19,8 @@ import jsonschema
 from channels.db import database_sync_to_async
 from django.utils import timezone
 
+from core.redact import redact
+
 from .availability import Availability
 from .base import Tool, ToolContext, ToolFailure, Toolset
 from .models import ToolExecution
@@ -43,6 +45,13 @@ class ToolError:
     message: str
     retryable: bool = False
     details: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        # A tool's exception may quote its credential (an API echoing the key back): the text
+        # goes to the model, the card, the API caller and the audit record, so it is redacted
+        # once, here, where every tool error is made.
+        self.message = redact(self.message)
+        self.details = [redact(detail) for detail in self.details]
 
     @property
     def full_message(self) -> str:

@@ -1,5 +1,7 @@
 from django.urls import path
 
+import core.converters  # noqa: F401 - registers the <id:…> converter
+
 from . import api, views
 
 app_name = "toolsets"
@@ -7,8 +9,8 @@ app_name = "toolsets"
 urlpatterns = [
     path("", views.settings_page, name="settings"),
     path("tokens/", views.create_token, name="create_token"),
-    path("tokens/<int:token_id>/revoke/", views.revoke_token, name="revoke_token"),
-    path("executions/<int:execution_id>/", views.execution_detail, name="execution"),
+    path("tokens/<id:token_id>/revoke/", views.revoke_token, name="revoke_token"),
+    path("executions/<id:execution_id>/", views.execution_detail, name="execution"),
     path("<str:toolset_id>/enabled/", views.set_enabled, name="set_enabled"),
     path("<str:toolset_id>/key/", views.save_key, name="save_key"),
     path("<str:toolset_id>/setup/", views.run_setup, name="setup"),

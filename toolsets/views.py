@@ -61,7 +61,7 @@ def save_key(request: AuthedRequest, toolset_id: str) -> HttpResponse:
         config.api_key = ""
         message = "Your key was removed."
     elif key:
-        if len(key) > MAX_KEY_LENGTH or any(c.isspace() for c in key):
+        if len(key) > MAX_KEY_LENGTH or not key.isprintable() or any(c.isspace() for c in key):
             return _card(request, toolset_id, key_error="That does not look like an API key.")
         config.api_key = key
         config.enabled = True
@@ -90,6 +90,8 @@ def run_setup(request: AuthedRequest, toolset_id: str) -> HttpResponse:
 @require_POST
 def create_token(request: AuthedRequest) -> HttpResponse:
     name = " ".join(request.POST.get("name", "").split())[:100] or "API token"
+    if not name.isprintable():
+        return HttpResponse("A token name can only hold printable characters.", status=400)
     record, token = ApiToken.issue(request.user, name)
     tokens = ApiToken.objects.filter(user=request.user, revoked_at=None)
     return render(request, "toolsets/_tokens.html", {"tokens": tokens, "new_token": token, "new_record": record})

@@ -15,7 +15,10 @@
 
   // --- Toolsets popover ------------------------------------------------------------------------
   function popover() { return document.getElementById("toolsets-popover"); }
-  function trigger() { return document.querySelector(".tsp-trigger"); }
+  function trigger() { return document.getElementById("tsp-trigger"); }
+  // The popover's own form; its rows, boxes and buttons are found only inside it.
+  function toolsForm() { return document.getElementById("toolsets-form"); }
+  function inTools(el) { var form = toolsForm(); return !!form && form.contains(el); }
   function setPopover(open) {
     var pop = popover(), btn = trigger();
     if (!pop || !btn) return;
@@ -28,19 +31,21 @@
   }
   // Checkbox indeterminate is a property, not an attribute: apply it after every render.
   function applyTriState(root) {
-    (root || document).querySelectorAll(".tsp-toolset-check").forEach(function (box) {
+    var form = toolsForm();
+    if (!form) return;
+    form.querySelectorAll("input[data-toolset-check]").forEach(function (box) {
       box.indeterminate = box.hasAttribute("data-indeterminate");
     });
   }
   document.addEventListener("click", function (e) {
-    if (e.target.closest(".tsp-trigger")) {
+    if (e.target.closest("#tsp-trigger")) {
       setPopover(popover().hidden);
       return;
     }
-    var expand = e.target.closest(".tsp-expand");
+    var expand = inTools(e.target) && e.target.closest("button[data-expand]");
     if (expand) {
-      var item = expand.closest(".tsp-item");
-      var list = item.querySelector(".tsp-tools");
+      var list = document.getElementById(expand.getAttribute("aria-controls"));
+      if (!list) return;
       var open = list.hidden;
       list.hidden = !open;
       expand.setAttribute("aria-expanded", open ? "true" : "false");
@@ -53,8 +58,8 @@
   // the toolset's box (checked or mixed → all on; unchecked → all off).
   document.addEventListener("change", function (e) {
     var box = e.target;
-    if (!box.classList || !box.classList.contains("tsp-toolset-check")) return;
-    box.closest(".tsp-item").querySelectorAll('input[name="tools"]:not([disabled])').forEach(function (t) {
+    if (!inTools(box) || !box.hasAttribute("data-toolset-check")) return;
+    box.closest("[data-toolset]").querySelectorAll('input[name="tools"]:not([disabled])').forEach(function (t) {
       t.checked = box.checked;
     });
   }, true);
@@ -94,8 +99,11 @@
   });
 
   // --- Running state: Stop replaces Send while a turn runs ------------------------------------
+  // Turn states are found by their ids (turn-state-<id>): model output can carry neither ids nor
+  // data attributes, so it cannot pose as one.
+  var ACTIVE_STATES = '[id^="turn-state-"][data-turn-status="running"], [id^="turn-state-"][data-turn-status="queued"]';
   function isRunning() {
-    return !!document.querySelector('.turn-state[data-turn-status="running"], .turn-state[data-turn-status="queued"]');
+    return !!document.querySelector(ACTIVE_STATES);
   }
   function updateRunning() {
     document.body.classList.toggle("is-running", isRunning());
@@ -130,14 +138,14 @@
 
   // --- Tool cards: open while calling, closed when done, unless the reader opened it ------------
   document.addEventListener("click", function (e) {
-    var summary = e.target.closest(".tool-card > summary");
+    var summary = e.target.closest("details[data-tool-card] > summary");
     if (summary) summary.parentElement.dataset.userToggled = "1";
   });
   document.addEventListener("htmx:oobBeforeSwap", function (e) {
     var old = e.detail.target;
-    if (!old || !old.classList || !old.classList.contains("tool-card") || !old.dataset.userToggled) return;
+    if (!old || !old.hasAttribute || !old.hasAttribute("data-tool-card") || !old.dataset.userToggled) return;
     var fresh = e.detail.fragment && (e.detail.fragment.firstElementChild || e.detail.fragment);
-    if (!fresh || !fresh.classList || !fresh.classList.contains("tool-card")) return;
+    if (!fresh || !fresh.hasAttribute || !fresh.hasAttribute("data-tool-card")) return;
     fresh.dataset.userToggled = "1";
     if (old.open) fresh.setAttribute("open", ""); else fresh.removeAttribute("open");
   });
@@ -192,10 +200,9 @@
   setInterval(function () {
     if (!socket) return;
     var now = Date.now();
-    document.querySelectorAll('.turn-state[data-turn-status="running"], .turn-state[data-turn-status="queued"]').forEach(function (state) {
-      var turn = state.closest(".turn");
-      if (!turn) return;
-      var id = turn.dataset.turn;
+    document.querySelectorAll(ACTIVE_STATES).forEach(function (state) {
+      var id = state.id.slice("turn-state-".length);
+      if (!document.getElementById("turn-" + id)) return;
       if (lastHeard[id] === undefined) { lastHeard[id] = now; return; }
       if (now - lastHeard[id] > STALL_MS) { lastHeard[id] = now; requestSync(id); }
     });
@@ -227,8 +234,8 @@
       return;
     }
     if (e.key === "Escape" && isRunning()) {
-      var stop = document.querySelector(".stop-btn");
-      if (stop) { e.preventDefault(); htmx.trigger(stop, "click"); stop.click(); }
+      var stop = document.getElementById("stop-btn");
+      if (stop) { e.preventDefault(); stop.click(); }
       return;
     }
     if (e.target === el && e.key === "Enter" && !e.shiftKey && !e.isComposing) {
@@ -240,7 +247,8 @@
     if (e.target.id === "composer" && (isRunning() || !input().value.trim())) e.preventDefault();
   }, true);
   document.addEventListener("click", function (e) {
-    var s = e.target.closest("[data-suggest]");
+    var empty = document.getElementById("empty-state");
+    var s = empty && empty.contains(e.target) && e.target.closest("button[data-suggest]");
     if (!s) return;
     input().value = s.dataset.suggest;
     autosize();

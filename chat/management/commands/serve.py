@@ -1,7 +1,9 @@
 """`manage.py serve`: Daphne and a Celery worker, plus the embedded Redis when REDIS_URL is unset.
 
-This process owns the embedded Redis: it starts it first, stops the web and worker processes
-on Ctrl-C or SIGTERM, and stops Redis last.
+This process supervises them: a process that dies (a crash, an OOM kill, someone's `kill -9`)
+is started again after a short backoff, and the others keep running, so a dead worker costs the
+turns it was running and nothing else (the reaper in the new worker closes those as
+interrupted). Ctrl-C or SIGTERM stops the web and worker processes first and Redis last.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
@@ -18,9 +22,64 @@ from django.core.management.base import BaseCommand
 from config import embedded_redis
 from config.processes import web_command, worker_command
 
+# A process that keeps dying is restarted less and less often, up to this many seconds apart.
+MAX_BACKOFF_S = 30.0
+# A process that ran this long before dying is considered healthy again: the backoff restarts.
+HEALTHY_AFTER_S = 60.0
+
+
+@dataclass
+class Supervised:
+    name: str
+    start: Callable[[], subprocess.Popen[bytes] | None]
+    process: subprocess.Popen[bytes] | None = None
+    started_at: float = 0.0
+    failures: int = 0
+    restart_at: float | None = None
+    log: Callable[[str], None] = field(default=print)
+
+    def launch(self) -> None:
+        self.process = self.start()
+        self.started_at = time.monotonic()
+        self.restart_at = None
+
+    def check(self, now: float) -> None:
+        """Restarts the process if it died and its backoff has passed."""
+        if self.restart_at is not None:
+            if now >= self.restart_at:
+                self.log(f"Restarting the {self.name}.")
+                try:
+                    self.launch()
+                except Exception as exc:  # e.g. Redis failing to start: try again later
+                    self.failures += 1
+                    self.restart_at = now + min(MAX_BACKOFF_S, 0.5 * 2 ** (self.failures - 1))
+                    self.log(f"Could not start the {self.name}: {exc}")
+            return
+        if self.process is None or self.process.poll() is None:
+            return
+        code = self.process.returncode
+        self.failures = 1 if now - self.started_at > HEALTHY_AFTER_S else self.failures + 1
+        delay = min(MAX_BACKOFF_S, 0.5 * 2 ** (self.failures - 1))
+        reason = f"signal {-code}" if code < 0 else f"code {code}"
+        self.log(f"The {self.name} exited ({reason}); restarting it in {delay:g} s.")
+        self.restart_at = now + delay
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+
+    def wait(self, timeout: float) -> None:
+        if self.process is None:
+            return
+        try:
+            self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
 
 class Command(BaseCommand):
-    help = "Run Tessera: Daphne (web + websockets) and a Celery worker."
+    help = "Run Tessera: Daphne (web + websockets) and a Celery worker, restarted if they die."
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
@@ -28,13 +87,13 @@ class Command(BaseCommand):
         parser.add_argument("--concurrency", default=os.environ.get("WORKER_CONCURRENCY", "64"))
         parser.add_argument("--no-worker", action="store_true", help="Only the web process.")
 
+    def say(self, text: str) -> None:
+        self.stderr.write(text)
+        self.stderr.flush()
+
     def handle(self, *args: Any, **options: Any) -> None:
-        redis_process = None
-        if not os.environ.get("REDIS_URL"):
-            redis_process = embedded_redis.start(settings.EMBEDDED_REDIS_SOCKET)
-            self.stdout.write(f"Embedded Redis on {settings.EMBEDDED_REDIS_SOCKET}")
+        embedded = not os.environ.get("REDIS_URL")
         env = {**os.environ, "REDIS_URL": settings.REDIS_URL}
-        children: list[subprocess.Popen[bytes]] = []
         stopping = False
 
         def shutdown(*_: Any) -> None:
@@ -43,34 +102,38 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGINT, shutdown)
         signal.signal(signal.SIGTERM, shutdown)
+
+        processes: list[Supervised] = []
+        redis: Supervised | None = None
+        if embedded:
+            redis = Supervised("embedded Redis", lambda: _start_redis(), log=self.say)
+            redis.launch()
+            self.stdout.write(f"Embedded Redis on {settings.EMBEDDED_REDIS_SOCKET}")
+        if not options["no_worker"]:
+            hostname = f"tessera@%h-{os.getpid()}"
+            command = worker_command(concurrency=options["concurrency"], hostname=hostname)
+            processes.append(Supervised("worker", lambda: subprocess.Popen(command, env=env), log=self.say))
+        web = web_command(host=options["host"], port=options["port"])
+        processes.append(Supervised("web process", lambda: subprocess.Popen(web, env=env), log=self.say))
         try:
-            if not options["no_worker"]:
-                children.append(
-                    subprocess.Popen(
-                        worker_command(concurrency=options["concurrency"], hostname=f"tessera@%h-{os.getpid()}"),
-                        env=env,
-                    )
-                )
-            children.append(
-                subprocess.Popen(
-                    web_command(host=options["host"], port=options["port"]),
-                    env=env,
-                )
-            )
+            for process in processes:
+                process.launch()
             self.stdout.write(self.style.SUCCESS(f"Tessera is running at http://{options['host']}:{options['port']}/"))
+            self.stdout.flush()
             while not stopping:
-                for child in children:
-                    if child.poll() is not None:
-                        self.stderr.write(f"A process exited with code {child.returncode}; stopping.")
-                        stopping = True
+                now = time.monotonic()
+                for process in [redis, *processes] if redis else processes:
+                    process.check(now)
                 time.sleep(0.3)
         finally:
-            for child in children:
-                if child.poll() is None:
-                    child.send_signal(signal.SIGTERM)
-            for child in children:
-                try:
-                    child.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    child.kill()
-            embedded_redis.stop(redis_process)
+            for process in processes:
+                process.stop()
+            for process in processes:
+                process.wait(timeout=15)
+            if redis is not None and redis.process is not None:
+                embedded_redis.stop(redis.process)
+
+
+def _start_redis() -> subprocess.Popen[bytes] | None:
+    # None: a server from an earlier run still answers on the socket, and is used as it is.
+    return embedded_redis.start(settings.EMBEDDED_REDIS_SOCKET)

@@ -1,0 +1,23 @@
+"""URL converters for database ids.
+
+Django's `int` converter takes any number of digits, and a 30-digit id reaches the database as an
+integer it cannot hold (an OverflowError, so a 500). `<id:…>` takes what a 64-bit key can be and
+turns everything else into a plain 404.
+"""
+
+from __future__ import annotations
+
+from django.urls import register_converter
+
+
+class IdConverter:
+    regex = "[0-9]{1,18}"
+
+    def to_python(self, value: str) -> int:
+        return int(value)
+
+    def to_url(self, value: int) -> str:
+        return str(value)
+
+
+register_converter(IdConverter, "id")
