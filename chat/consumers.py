@@ -8,7 +8,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from core import strictjson
 
 from . import live, presenters
-from .events import FragmentMessage, frame, group_name
+from .events import FINAL_SEQ, FragmentMessage, frame, group_name
 from .models import Chat, Turn
 from .streaming import render
 
@@ -77,13 +77,13 @@ class ChatConsumer(AsyncWebsocketConsumer):
             view = await database_sync_to_async(_turn_view_from_db)(turn_id)
             if view is None:
                 return
-            seq = 0 if view["active"] else 10**9
+            seq = 0 if view["active"] else FINAL_SEQ
             view["seq"] = seq
         html = render("chat/_turn.html", {"turn": view, "oob": True})
         await self.send(text_data=frame(turn_id, seq, html, full=True))
 
     async def chat_fragment(self, event: FragmentMessage) -> None:
-        await self.send(text_data=frame(event["turn"], event["seq"], event["html"]))
+        await self.send(text_data=frame(event["turn"], event["seq"], event["html"], full=event.get("full", False)))
 
 
 def _turn_id(value: Any) -> int | None:

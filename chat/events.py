@@ -6,9 +6,13 @@ Each message type is a TypedDict whose `type` names the consumer handler (`chat.
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 from channels.layers import get_channel_layer
+
+# The sequence number of a finished turn rendered from the database: above anything streamed,
+# so the page applies it whatever it had.
+FINAL_SEQ = 10**9
 
 
 class FragmentMessage(TypedDict):
@@ -16,6 +20,7 @@ class FragmentMessage(TypedDict):
     turn: int
     seq: int
     html: str
+    full: NotRequired[bool]
 
 
 def group_name(chat_id: int) -> str:
@@ -29,7 +34,11 @@ def frame(turn_id: int, seq: int, html: str, *, full: bool = False) -> str:
     return f"<!--seq {turn_id} {seq}{' full' if full else ''}-->{html}"
 
 
-async def send_fragment(chat_id: int, turn_id: int, seq: int, html: str, layer: Any = None) -> None:
+async def send_fragment(
+    chat_id: int, turn_id: int, seq: int, html: str, layer: Any = None, *, full: bool = False
+) -> None:
     layer = layer or get_channel_layer()
     message: FragmentMessage = {"type": "chat.fragment", "turn": turn_id, "seq": seq, "html": html}
+    if full:
+        message["full"] = True
     await layer.group_send(group_name(chat_id), message)

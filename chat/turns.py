@@ -96,7 +96,6 @@ async def _run_claimed(turn: Turn, redis: Any, watch: TurnWatch) -> None:
         messages = await db(_transcript)(chat.pk)
         toolbox = ChatToolBox(user_id=chat.owner_id, turn_id=turn.pk, selection=chat.enabled_tools)
         await db(toolbox.prepare)()
-        sink.toolbox = toolbox
         toolbox.on_progress = sink.tool_progress
         if toolbox.skipped:
             await sink.notice("skipped", "Not available for this answer: " + ", ".join(toolbox.skipped) + ".")
@@ -136,10 +135,16 @@ async def interrupt(turn: Turn, redis: Any) -> bool:
     state = await live.aread_state(redis, turn.pk)
     if not await db(_persist_interrupted)(turn.pk, state):
         return False
-    from .events import send_fragment
+    from . import presenters
+    from .events import FINAL_SEQ, send_fragment
 
     if state is None:
-        state = {"id": turn.pk, "status": "interrupted", "seq": 0, "steps": [], "notices": [], "error": ""}
+        # Redis lost the live state (it died with the worker): what the database kept — the
+        # checkpoints of the answer — is the whole turn, sent as a final full frame.
+        view = await db(_stored_turn_view)(turn.pk)
+        html = render("chat/_turn.html", {"turn": {**view, "seq": FINAL_SEQ}, "oob": True})
+        await send_fragment(turn.chat_id, turn.pk, FINAL_SEQ, html, full=True)
+        return True
     state["status"] = "interrupted"
     state["error"] = INTERRUPTED_ERROR
     state["seq"] = int(state.get("seq", 0)) + 1
@@ -148,13 +153,21 @@ async def interrupt(turn: Turn, redis: Any) -> bool:
             step["state"] = "stopped"
     import json
 
-    from . import presenters
-
     await redis.set(live.key(turn.pk, "live"), json.dumps(state), ex=live.LIVE_TTL_S)
     view = presenters.turn_from_live(state)
     html = render("chat/_turn.html", {"turn": view, "oob": True})
     await send_fragment(turn.chat_id, turn.pk, state["seq"], html)
     return True
+
+
+def _stored_turn_view(turn_id: int) -> dict[str, Any]:
+    from toolsets.models import ToolExecution
+
+    from . import presenters
+
+    turn = Turn.objects.get(pk=turn_id)
+    messages = list(Message.objects.filter(turn=turn, role=Message.Role.ASSISTANT).order_by("id"))
+    return presenters.turn_from_db(turn, messages, list(ToolExecution.objects.filter(turn=turn)))
 
 
 def _persist_interrupted(turn_id: int, state: dict[str, Any] | None) -> bool:

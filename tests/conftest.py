@@ -90,10 +90,14 @@ def _wait_for_http(url: str, process: subprocess.Popen[bytes], timeout: float = 
 
 
 class Stack:
-    def __init__(self, url: str, worker: subprocess.Popen[bytes], web: subprocess.Popen[bytes]) -> None:
+    def __init__(
+        self, url: str, worker: subprocess.Popen[bytes], web: subprocess.Popen[bytes], env: dict[str, str], logs: Path
+    ) -> None:
         self.url = url
         self.worker = worker
         self.web = web
+        self.env = env  # what the stack's processes run with, for tests that start more of them
+        self.logs = logs
 
     @property
     def ws_url(self) -> str:
@@ -138,7 +142,7 @@ def stack(django_db_setup: Any, django_db_blocker: Any, redis_server: str) -> It
     try:
         _wait_for_http(f"http://127.0.0.1:{port}/login/", web)
         _wait_for_worker(redis_server, worker)
-        yield Stack(f"http://127.0.0.1:{port}", worker, web)
+        yield Stack(f"http://127.0.0.1:{port}", worker, web, env, logs)
     finally:
         for process in (web, worker):
             process.terminate()

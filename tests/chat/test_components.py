@@ -578,3 +578,13 @@ def test_a_card_that_fails_to_render_costs_only_that_card(monkeypatch: pytest.Mo
 
     assert "<p>Before.</p>" in html and "<p>After.</p>" in html
     assert "This card could not be shown: it failed to render." in html
+
+
+def test_component_html_keeps_only_its_own_classes() -> None:
+    from chat.components import _keep_attribute
+
+    assert _keep_attribute("div", "class", "gu-card gen-ui-task_table is-done sr-only") == (
+        "gu-card gen-ui-task_table is-done sr-only"
+    )
+    assert _keep_attribute("span", "class", "stop-btn gu-status turn-state") == "gu-status"
+    assert _keep_attribute("span", "class", "tsp-trigger") is None

@@ -253,3 +253,28 @@ def test_tail_patch_sends_nothing_when_the_tail_shows_the_same() -> None:
     rendered = render_text("Text", complete=False)
 
     assert tail_patch(rendered.tail, rendered.tail_html, rendered, complete=False) is None
+
+
+# --- model output cannot pose as the page's controls ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        '<code class="stop-btn">x</code>',
+        '<code class="language-py stop-btn">x</code>',
+        '<span class="tsp-trigger" id="stop-btn">x</span>',
+        '<a href="https://example.com" class="tool-card" id="composer" data-action="toggle-theme">x</a>',
+        '<p class="turn-state" data-turn-status="running">x</p>',
+        '<td class="stop-btn" align="left">x</td>',
+    ],
+)
+def test_model_html_carries_no_page_class_id_or_data_attribute(source: str) -> None:
+    html = render_block(source)
+    for forbidden in ("stop-btn", "tsp-trigger", "tool-card", "turn-state", "id=", "data-", "composer"):
+        assert forbidden not in html, (forbidden, html)
+
+
+def test_fenced_code_keeps_its_language_class() -> None:
+    assert '<code class="language-python">' in render_block("```python\nprint(1)\n```")
+    assert 'class="language-' not in render_block('```"><b\nx\n```')

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Annotated, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
-from toolsets.base import Toolset, tool
+from toolsets.base import ToolFailure, Toolset, tool
 
 
 def _time_summary(result: Any) -> str:
@@ -151,7 +151,11 @@ def _checked(value: Any) -> Any:
 )
 def calculate(expression: Annotated[str, "Arithmetic expression, e.g. (3 + 4) * 2 or sqrt(2)"]) -> dict[str, Any]:
     """Evaluate an arithmetic expression exactly."""
-    value = evaluate(expression)
+    try:
+        value = evaluate(expression)
+    except ValueError as exc:
+        # The expression is the caller's: a bad one is bad input (an API 400), not a tool failure.
+        raise ToolFailure(str(exc), error_type="validation_error") from None
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
         value = int(value)
     return {"expression": expression, "result": value}

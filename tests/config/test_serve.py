@@ -1,0 +1,135 @@
+"""`make run`'s process (`manage.py serve`): production-safe defaults, and it keeps Tessera up
+when one of its processes dies, without losing what the embedded Redis held."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import redis
+
+pytestmark = pytest.mark.integration
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _children(pid: int) -> dict[int, str]:
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+            found[int(entry.name)] = cmdline
+    return found
+
+
+def _child(pid: int, needle: str, timeout: float = 60) -> int:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for child, cmdline in _children(pid).items():
+            if needle in cmdline:
+                return child
+        time.sleep(0.2)
+    raise AssertionError(f"no child process running {needle!r}")
+
+
+def _wait(predicate: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _answers(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], str, Path, Path]]:
+    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL", "DEBUG")}
+    env.update(TESSERA_VAR_DIR=str(tmp_path), PYTHONUNBUFFERED="1")
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = tmp_path / "serve.log"
+    process = subprocess.Popen(
+        [sys.executable, "manage.py", "serve", "--port", str(port), "--concurrency", "2"],
+        cwd=ROOT,
+        env=env,
+        stdout=open(log, "wb"),  # noqa: SIM115 - the child process owns it
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}"
+        _wait(lambda: _answers(url + "/login/"), 60, "the web process")
+        yield process, url, log, tmp_path
+    finally:
+        if process.poll() is None:
+            process.terminate()
+            process.wait(timeout=30)
+
+
+def test_serve_restarts_dead_processes_and_keeps_redis_data(served: Any) -> None:
+    process, url, log, var = served
+
+    # Debug pages are off unless asked for: a 404 shows no URL list, no settings.
+    missing = httpx.get(url + "/no-such-page/")
+    assert missing.status_code == 404 and "URLconf" not in missing.text and "DEBUG" not in missing.text
+    # Static files are still served.
+    assert httpx.get(url + "/static/js/chat.js").status_code == 200
+
+    # A killed worker is started again; the web process and Redis stay up meanwhile.
+    worker = _child(process.pid, "celery")
+    os.kill(worker, signal.SIGKILL)
+    _wait(lambda: "The worker exited (signal 9); restarting it" in log.read_text(), 15, "the restart notice")
+    assert _answers(url + "/login/")
+    _wait(lambda: any("celery" in c for p, c in _children(process.pid).items() if p != worker), 30, "a new worker")
+
+    # A killed web process too.
+    web = _child(process.pid, "config.web")
+    os.kill(web, signal.SIGKILL)
+    _wait(lambda: "The web process exited (signal 9)" in log.read_text(), 15, "the web restart notice")
+    _wait(lambda: _answers(url + "/login/"), 60, "the web process to answer again")
+
+    # The embedded Redis keeps its data across a crash of its own (append-only file).
+    sock = var / "redis" / "redis.sock"
+    client = redis.Redis(unix_socket_path=str(sock))
+    client.set("tessera:test:kept", "yes")
+    time.sleep(1.5)  # the append-only file is synced every second
+    os.kill(_child(process.pid, "redis-server"), signal.SIGKILL)
+    _wait(lambda: "The embedded Redis exited" in log.read_text(), 15, "the Redis restart notice")
+
+    def kept() -> bool:
+        try:
+            return redis.Redis(unix_socket_path=str(sock), socket_timeout=1).get("tessera:test:kept") == b"yes"
+        except redis.RedisError:
+            return False
+
+    _wait(kept, 30, "Redis to come back with its data")
+    assert process.poll() is None
+
+    # SIGTERM stops everything, Redis last.
+    children = _children(process.pid)
+    process.terminate()
+    assert process.wait(timeout=40) == 0
+    for child in children:
+        assert not Path(f"/proc/{child}").exists() or "zombie" in Path(f"/proc/{child}/status").read_text()
