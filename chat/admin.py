@@ -7,7 +7,7 @@ from django.db import transaction
 from django.http import HttpRequest
 
 from .models import AppSettings, Chat, LLMModel, Message, Turn
-from .secrets_form import SecretFieldsMixin
+from core.secrets_form import SecretFieldsMixin
 
 
 class LLMModelForm(SecretFieldsMixin):

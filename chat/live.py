@@ -11,9 +11,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import redis
 import redis.asyncio as aioredis
-from django.conf import settings
+
+from core.redis_client import async_client, sync_client
+
+__all__ = ["async_client", "sync_client"]
 
 LIVE_TTL_S = 3600
 ALIVE_TTL_S = 10
@@ -21,23 +23,6 @@ ALIVE_TTL_S = 10
 
 def key(turn_id: int, name: str) -> str:
     return f"tessera:turn:{turn_id}:{name}"
-
-
-def async_client(max_connections: int = 64) -> aioredis.Redis:
-    # A blocking pool: when every connection is busy (hundreds of turns in one process, or a
-    # loop that stalled for a moment) a command waits for one instead of failing.
-    pool = aioredis.BlockingConnectionPool.from_url(settings.REDIS_URL, max_connections=max_connections, timeout=20)
-    return aioredis.Redis(connection_pool=pool)
-
-
-_sync_client: redis.Redis | None = None
-
-
-def sync_client() -> redis.Redis:
-    global _sync_client
-    if _sync_client is None:
-        _sync_client = redis.from_url(settings.REDIS_URL)
-    return _sync_client
 
 
 def request_cancel(turn_id: int) -> None:

@@ -9,7 +9,7 @@ from django.db.models import Q
 from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 
-from .crypto import EncryptedTextField, mask
+from core.crypto import EncryptedTextField, mask
 
 DEMO_MODEL = "demo/tessera"
 

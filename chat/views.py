@@ -17,7 +17,7 @@ from toolsets.models import ToolExecution
 
 from . import forms, live, presenters, rendering
 from . import selection as sel
-from .http import AuthedRequest
+from core.http import AuthedRequest
 from .models import AppSettings, Chat, LLMModel, Message, Turn, UserChatDefaults
 from .tasks import run_turn
 

@@ -4,7 +4,7 @@ Providers and tools sometimes echo a credential back in an error ("Invalid reque
 sk-…"). Whatever reaches a page, the database, Redis or a log goes through `redact()` first.
 
 It knows the secrets this process has actually held in plaintext: every stored secret registers
-itself when it is decrypted (`chat.crypto`), anything else that handles a credential (request
+itself when it is decrypted (`core.crypto`), anything else that handles a credential (request
 headers, tokens) calls `register()`, and credentials from the environment are registered at
 import. A secret the process never held cannot be in its output, so the set is complete where it
 matters, and redaction costs a few substring searches instead of a database query.

@@ -8,8 +8,8 @@ from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from chat.crypto import mask
-from chat.secrets_form import SecretFieldsMixin
+from core.crypto import mask
+from core.secrets_form import SecretFieldsMixin
 
 from .models import ApiToken, ToolExecution, ToolsetConfig, UserToolsetConfig, ensure_configs
 from .registry import all_toolsets

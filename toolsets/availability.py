@@ -78,7 +78,7 @@ def for_toolset(user_id: int, toolset_id: str) -> Availability | None:
 def _decide(
     toolset: Toolset, admin: ToolsetConfig | None, mine: UserToolsetConfig | None, user_id: int
 ) -> Availability:
-    from chat.crypto import mask
+    from core.crypto import mask
 
     admin_enabled = admin.enabled if admin else True
     user_enabled = mine.enabled if mine else toolset.enabled_by_default

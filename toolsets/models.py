@@ -7,7 +7,7 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 
-from chat.crypto import EncryptedTextField
+from core.crypto import EncryptedTextField
 
 
 class ToolExecution(models.Model):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from chat.live import sync_client
+from core.redis_client import sync_client
 
 WINDOW_S = 60
 

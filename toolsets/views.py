@@ -9,7 +9,7 @@ from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
-from chat.http import AuthedRequest
+from core.http import AuthedRequest
 
 from . import availability
 from .models import ApiToken, ToolExecution, UserToolsetConfig

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import redis
+from django.conf import settings
 from django.test import Client
 
 from chat import live
@@ -65,7 +66,7 @@ def test_provider_error_quoting_the_key_is_redacted_everywhere(
     assert turn.status == Turn.Status.FAILED
     assert "Invalid request for api key" in turn.error, turn.error  # the useful part stays
     assert KEY not in turn.error and "[redacted]" in turn.error
-    state = redis.from_url(live.settings.REDIS_URL).get(live.key(turn.pk, "live")) or b""
+    state = redis.from_url(settings.REDIS_URL).get(live.key(turn.pk, "live")) or b""
     assert b"Invalid request" in state and KEY.encode() not in state
     client = Client()
     client.force_login(user)

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 import redis
+from django.conf import settings
 
 from chat import live
 from chat.models import Chat, Message, Turn
@@ -58,7 +59,7 @@ def test_redelivered_turn_of_a_dead_worker_is_interrupted_not_rerun(user: Any, d
         status="running",
     )
     # …and the text it had streamed of the next step; its heartbeat has expired.
-    client = redis.from_url(live.settings.REDIS_URL)
+    client = redis.from_url(settings.REDIS_URL)
     client.set(live.key(turn.pk, "live"), json.dumps(live_state(turn, "Once upon a")))
 
     asyncio.run(run_turn(turn.pk))
@@ -78,7 +79,7 @@ def test_interrupted_turn_keeps_streamed_text(user: Any, demo_model: Any) -> Non
     chat = Chat.objects.create(owner=user, model=demo_model)
     turn = Turn.objects.create(chat=chat, model=demo_model, status=Turn.Status.RUNNING)
     Message.objects.create(chat=chat, turn=turn, role="user", content="Tell me a story")
-    redis.from_url(live.settings.REDIS_URL).set(live.key(turn.pk, "live"), json.dumps(live_state(turn, "Once upon")))
+    redis.from_url(settings.REDIS_URL).set(live.key(turn.pk, "live"), json.dumps(live_state(turn, "Once upon")))
     asyncio.run(run_turn(turn.pk))
     kept = Message.objects.get(turn=turn, role="assistant")
     assert kept.content == "Once upon" and kept.metadata == {"stopped": True}
@@ -87,7 +88,7 @@ def test_interrupted_turn_keeps_streamed_text(user: Any, demo_model: Any) -> Non
 def test_turn_with_a_live_worker_is_left_alone(user: Any, demo_model: Any) -> None:
     chat = Chat.objects.create(owner=user, model=demo_model)
     turn = Turn.objects.create(chat=chat, model=demo_model, status=Turn.Status.RUNNING)
-    redis.from_url(live.settings.REDIS_URL).set(live.key(turn.pk, "alive"), "1", ex=10)
+    redis.from_url(settings.REDIS_URL).set(live.key(turn.pk, "alive"), "1", ex=10)
     asyncio.run(run_turn(turn.pk))
     turn.refresh_from_db()
     assert turn.status == Turn.Status.RUNNING

@@ -5,8 +5,8 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from chat.crypto import decrypt, encrypt, mask
 from chat.models import LLMModel
+from core.crypto import decrypt, encrypt, mask
 
 SECRET = "sk-live-abcdefghijklmnop1a2b"
 

@@ -11,7 +11,7 @@ from cryptography.fernet import Fernet, InvalidToken
 from django.conf import settings
 from django.db import models
 
-from core import redact
+from . import redact
 
 PREFIX = "fernet:"
 
