@@ -6,8 +6,9 @@ from django.contrib import admin
 from django.db import transaction
 from django.http import HttpRequest
 
-from .models import AppSettings, Chat, LLMModel, Message, Turn
 from core.secrets_form import SecretFieldsMixin
+
+from .models import AppSettings, Chat, LLMModel, Message, TokenUsage, Turn
 
 
 class LLMModelForm(SecretFieldsMixin):
@@ -36,10 +37,23 @@ class LLMModelAdmin(admin.ModelAdmin):
             super().save_model(request, obj, form, change)
 
 
+_MESSAGE_FIELDS = (
+    "role",
+    "step",
+    "content",
+    "tool_calls",
+    "tool_call_id",
+    "metadata",
+    "prompt_tokens",
+    "completion_tokens",
+    "finish_reason",
+)
+
+
 class MessageInline(admin.TabularInline):
     model = Message
-    fields = ["role", "step", "content", "tool_calls", "tool_call_id", "metadata"]
-    readonly_fields = ["role", "step", "content", "tool_calls", "tool_call_id", "metadata"]
+    fields = _MESSAGE_FIELDS
+    readonly_fields = _MESSAGE_FIELDS
     extra = 0
     can_delete = False
     show_change_link = True
@@ -55,7 +69,7 @@ class ChatAdmin(admin.ModelAdmin):
 
 @admin.register(Turn)
 class TurnAdmin(admin.ModelAdmin):
-    list_display = ["id", "chat", "status", "iterations", "model", "created_at", "finished_at"]
+    list_display = ["id", "chat", "status", "iterations", "model", "tokens", "created_at", "finished_at"]
     list_filter = ["status"]
     list_select_related = ["chat", "model"]
     readonly_fields = [
@@ -74,11 +88,18 @@ class TurnAdmin(admin.ModelAdmin):
     ]
     inlines = [MessageInline]
 
+    @admin.display(description="tokens (in / out)")
+    def tokens(self, obj: Turn) -> str:
+        usage = obj.usage or {}
+        if not usage.get("prompt_tokens") and not usage.get("completion_tokens"):
+            return "—"
+        return f"{usage.get('prompt_tokens', 0):,} / {usage.get('completion_tokens', 0):,}"
+
 
 @admin.register(Message)
 class MessageAdmin(admin.ModelAdmin):
-    list_display = ["id", "chat", "role", "short", "created_at"]
-    list_filter = ["role"]
+    list_display = ["id", "chat", "role", "short", "prompt_tokens", "completion_tokens", "finish_reason", "created_at"]
+    list_filter = ["role", "finish_reason"]
     list_select_related = ["chat"]
     search_fields = ["content"]
     raw_id_fields = ["chat", "turn"]
@@ -86,6 +107,27 @@ class MessageAdmin(admin.ModelAdmin):
     @admin.display(description="content")
     def short(self, obj: Message) -> str:
         return obj.content[:80]
+
+
+@admin.register(TokenUsage)
+class TokenUsageAdmin(admin.ModelAdmin):
+    """Every user's token total, one row each: the list is a single query (users joined)."""
+
+    list_display = ["user", "prompt_tokens", "completion_tokens", "total", "model_calls", "updated_at"]
+    list_select_related = ["user"]
+    search_fields = ["user__username", "user__email"]
+    ordering = ["-prompt_tokens"]
+    readonly_fields = ["user", "prompt_tokens", "completion_tokens", "model_calls", "updated_at"]
+
+    @admin.display(description="total tokens")
+    def total(self, obj: TokenUsage) -> int:
+        return obj.total_tokens
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # written by the workers only
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
 
 
 @admin.register(AppSettings)

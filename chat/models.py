@@ -189,9 +189,15 @@ class Message(models.Model):
     content = models.TextField(blank=True)
     # OpenAI shape on assistant messages: [{"id", "type": "function", "function": {"name", "arguments"}}]
     tool_calls = models.JSONField(null=True, blank=True)
-    tool_call_id = models.CharField(max_length=200, blank=True)
+    # Text: some providers' ids carry state (Gemini's a signature) and run long.
+    tool_call_id = models.TextField(blank=True)
     # e.g. {"stopped": true}, {"failed": true}
     metadata = models.JSONField(default=dict, blank=True)
+    # An assistant message is one model call: what it cost, as the provider reported it (null:
+    # not reported), and why it ended ("stop", "tool_calls", "length", "content_filter"…).
+    prompt_tokens = models.PositiveIntegerField(null=True, blank=True)
+    completion_tokens = models.PositiveIntegerField(null=True, blank=True)
+    finish_reason = models.CharField(max_length=40, blank=True, default="")
     # An assistant message's rendered HTML, kept so a page view does not run Markdown again;
     # valid only while `html_key` matches chat.rendering.fingerprint().
     html = models.TextField(blank=True, default="")
@@ -215,6 +221,51 @@ class Message(models.Model):
         if self.role == self.Role.TOOL:
             data["tool_call_id"] = self.tool_call_id
         return data
+
+
+class TokenUsage(models.Model):
+    """Each user's running token total over every model call of their turns. A ledger rather
+    than a sum over messages: deleting a chat does not give its tokens back."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="token_usage")
+    prompt_tokens = models.PositiveBigIntegerField(default=0)
+    completion_tokens = models.PositiveBigIntegerField(default=0)
+    model_calls = models.PositiveIntegerField(default=0)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-prompt_tokens"]
+        verbose_name = verbose_name_plural = "token usage"
+
+    def __str__(self) -> str:
+        return f"Token usage of {self.user}"
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    @classmethod
+    def record(cls, user_id: int, prompt_tokens: int, completion_tokens: int) -> None:
+        """Adds one model call, atomically (turns of one user may finish at the same moment)."""
+        from django.db import IntegrityError, transaction
+        from django.db.models import F
+        from django.utils import timezone
+
+        changes = {
+            "prompt_tokens": F("prompt_tokens") + prompt_tokens,
+            "completion_tokens": F("completion_tokens") + completion_tokens,
+            "model_calls": F("model_calls") + 1,
+            "updated_at": timezone.now(),
+        }
+        if cls.objects.filter(user_id=user_id).update(**changes):
+            return
+        try:
+            with transaction.atomic():
+                cls.objects.create(
+                    user_id=user_id, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, model_calls=1
+                )
+        except IntegrityError:  # another turn created the row first
+            cls.objects.filter(user_id=user_id).update(**changes)
 
 
 @receiver([post_save, post_delete], sender=AppSettings)

@@ -17,7 +17,7 @@ from toolsets.availability import DISABLED_BY_ADMIN
 from toolsets.base import humanize, split_qualified_name
 from toolsets.registry import get_toolset, resolve
 
-from . import summaries
+from . import summaries, usage
 from .rendering import fingerprint, render_text
 
 RESULT_DISPLAY_LIMIT = 20_000
@@ -141,7 +141,12 @@ def turn(
     notices: Iterable[str] = (),
     error: str = "",
     seq: int = 0,
+    finish_reason: str | None = None,
+    usage_view: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """`finish_reason`: why the turn's last model call ended; "length" on a completed turn
+    offers to continue the answer."""
+    can_continue = status == "completed" and finish_reason == "length"
     return {
         "id": turn_id,
         "status": status,
@@ -150,6 +155,9 @@ def turn(
         "notices": list(notices),
         "error": error,
         "seq": seq,
+        "can_continue": can_continue,
+        "continue_url": reverse("chat:continue", args=[turn_id]) if can_continue else "",
+        "usage": usage_view if status not in ("queued", "running") else None,
     }
 
 
@@ -157,8 +165,16 @@ def turn_from_live(state: dict[str, Any]) -> dict[str, Any]:
     """The worker's live state (see chat.streaming.LiveTurn) → turn view."""
     turn_id = state["id"]
     steps = [step(turn_id, s["index"], text=s["text"], cards=s["cards"], state=s["state"]) for s in state["steps"]]
+    calls = [(s["index"], *s["usage"]) for s in state["steps"] if len(s.get("usage") or ()) == 2]
     return turn(
-        turn_id, status=state["status"], steps=steps, notices=state["notices"], error=state["error"], seq=state["seq"]
+        turn_id,
+        status=state["status"],
+        steps=steps,
+        notices=state["notices"],
+        error=state["error"],
+        seq=state["seq"],
+        finish_reason=state.get("finish_reason"),
+        usage_view=usage.view(state.get("usage"), calls),
     )
 
 
@@ -179,7 +195,17 @@ def turn_from_db(turn_obj: Any, messages: list[Any], executions: list[Any]) -> d
         state = "stopped" if meta.get("stopped") else "failed" if meta.get("failed") else "complete"
         html = message.html if message.html_key == fingerprint() else None
         steps.append(step(turn_obj.pk, message.step or 0, text=message.content, cards=cards, state=state, html=html))
-    return turn(turn_obj.pk, status=turn_obj.status, steps=steps, notices=turn_obj.notices, error=turn_obj.error)
+    answers = [m for m in messages if m.role == "assistant"]
+    calls = [(m.step or 0, m.prompt_tokens, m.completion_tokens) for m in answers]
+    return turn(
+        turn_obj.pk,
+        status=turn_obj.status,
+        steps=steps,
+        notices=turn_obj.notices,
+        error=turn_obj.error,
+        finish_reason=answers[-1].finish_reason if answers else None,
+        usage_view=usage.view(turn_obj.usage, calls),
+    )
 
 
 def card_from_execution(

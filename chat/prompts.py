@@ -21,6 +21,14 @@ How to work:
 Today is {today} (UTC)."""
 
 
+# The user message of a turn started by "Continue the answer" (an answer cut by the token limit).
+# The page shows it as a short label; the model reads this.
+CONTINUE_PROMPT = (
+    "Your previous answer was cut off by the output token limit. Continue it exactly where it "
+    "stopped, without repeating anything you already wrote and without any preamble."
+)
+
+
 def system_prompt(now: datetime) -> str:
     # The component documentation is full of braces: it is appended, not formatted.
     return f"{BASE.format(today=now.strftime('%A, %-d %B %Y'))}\n\n{prompt_documentation()}"

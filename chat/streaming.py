@@ -25,7 +25,7 @@ from chat.agent.loop import Outcome
 from chat.agent.types import AssistantMessage, ToolCall, ToolResult
 from core.redact import redact
 
-from . import live, presenters
+from . import live, presenters, usage
 from .events import send_fragment
 from .models import Message, Turn
 from .rendering import fingerprint, render_text, tail_patch
@@ -75,7 +75,6 @@ class TurnSink:
         self._flush_handle: asyncio.TimerHandle | None = None
         self._lock = asyncio.Lock()
         self.first_token_at: float | None = None
-        self.toolbox: Any = None
         self._progress_sent: dict[tuple[int, int], float] = {}
         self._checkpointed: dict[int, str] = {}  # step → the text last written to the database
         self._checkpoint_at = time.monotonic()
@@ -216,6 +215,7 @@ class TurnSink:
             html += self._cards_html(step)
         await self.flush(html)
         await self._checkpoint_done()
+        state["usage"] = [message.usage.prompt_tokens, message.usage.completion_tokens]
         if message.content or message.tool_calls or status == "complete" or step in self._checkpointed:
             # Every block was rendered for the stream already: stored, a page view need not
             # render them again.
@@ -228,7 +228,9 @@ class TurnSink:
                 metadata={status: True} if status != "complete" else {},
                 html="".join(self._blocks.get(step, [])),
                 html_key=fingerprint(),
+                **usage.message_fields(message),
             )
+        await db(usage.record_call)(self.turn_id, message.usage)
 
     def _cards_html(self, step: int) -> str:
         cards = self._step(step)["cards"]
@@ -250,9 +252,6 @@ class TurnSink:
             for position, call in enumerate(calls)
         ]
         self._step(step)["cards"] = cards
-        if self.toolbox is not None:
-            for position, call in enumerate(calls):
-                self.toolbox.place(call.id, step, position)
         await self.flush(self._cards_html(step))
 
     async def tool_finished(self, step: int, position: int, call: ToolCall, result: ToolResult) -> None:
@@ -324,6 +323,11 @@ class TurnSink:
         error = redact(outcome.error)
         self.state["status"] = str(status)
         self.state["error"] = error
+        self.state["finish_reason"] = outcome.finish_reason
+        self.state["usage"] = {
+            "prompt_tokens": outcome.usage.prompt_tokens,
+            "completion_tokens": outcome.usage.completion_tokens,
+        }
         await self._checkpoint_done()
         await _finish_turn(
             self.turn_id,

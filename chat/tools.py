@@ -14,13 +14,16 @@ from toolsets import availability, executor
 from toolsets.base import qualified_name
 from toolsets.registry import all_toolsets
 
+# ToolExecution.tool_call_id's length. Ids can be longer (Gemini's carry a signature); the
+# record only needs one to show, the transcript keeps the whole id.
+TOOL_CALL_ID_LENGTH = 200
+
 
 class ChatToolBox:
     def __init__(self, *, user_id: int, turn_id: int, selection: dict[str, list[str]]) -> None:
         self.user_id = user_id
         self.turn_id = turn_id
         self.selection = selection or {}
-        self._positions: dict[str, tuple[int, int]] = {}
         self._specs: list[dict[str, Any]] = []
         # Set by the turn runner: where a tool's progress reports go (step, position, text, %).
         self.on_progress: Callable[[int, int, str, float | None], Awaitable[None]] | None = None
@@ -56,28 +59,26 @@ class ChatToolBox:
     def specs(self) -> list[dict[str, Any]]:
         return self._specs
 
-    def place(self, call_id: str, step: int, position: int) -> None:
-        self._positions[call_id] = (step, position)
-
-    def _progress_reporter(self, step: int | None, position: int | None) -> Callable[[str, float | None], None]:
+    def _progress_reporter(self, step: int, position: int) -> Callable[[str, float | None], None]:
         loop = asyncio.get_running_loop()
 
         def report(text: str, percent: float | None = None) -> None:
             # Sync tools run in a worker thread: hop back onto the turn's event loop.
-            if self.on_progress is None or step is None or position is None:
+            if self.on_progress is None:
                 return
             callback = self.on_progress
             loop.call_soon_threadsafe(lambda: asyncio.ensure_future(callback(step, position, text, percent)))
 
         return report
 
-    async def run(self, call: ToolCall) -> ToolResult:
-        step, position = self._positions.get(call.id, (None, None))
+    async def run(self, call: ToolCall, step: int, position: int) -> ToolResult:
+        # The execution is recorded at its place in the turn, which is how its card finds it
+        # again after a reload; the provider's id may be shared by several calls.
         execution = await executor.execute(
             call.name,
-            call.arguments,
+            call.arguments,  # as the model sent it: the executor reports what is wrong with it
             user_id=self.user_id,
-            tool_call_id=call.id,
+            tool_call_id=call.id[:TOOL_CALL_ID_LENGTH],
             turn_id=self.turn_id,
             step=step,
             position=position,

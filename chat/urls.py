@@ -18,4 +18,5 @@ urlpatterns = [
     path("chats/<id:chat_id>/tools/", views.update_tools, name="tools"),
     path("chats/<id:chat_id>/settings/", views.update_settings, name="settings"),
     path("chats/tools/", views.update_default_tools, name="default_tools"),
+    path("turns/<id:turn_id>/continue/", views.continue_answer, name="continue"),
 ]

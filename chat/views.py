@@ -13,12 +13,13 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
+from core.http import AuthedRequest
 from toolsets.models import ToolExecution
 
 from . import forms, live, presenters, rendering
 from . import selection as sel
-from core.http import AuthedRequest
 from .models import AppSettings, Chat, LLMModel, Message, Turn, UserChatDefaults
+from .prompts import CONTINUE_PROMPT
 from .tasks import run_turn
 
 TITLE_LENGTH = 60
@@ -78,6 +79,10 @@ def _exchanges(chat: Chat, before: int | None = None) -> tuple[list[dict[str, An
     earlier = turns[PAGE_TURNS - 1].pk if len(turns) > PAGE_TURNS else None
     turns = turns[:PAGE_TURNS][::-1]
     views, asked = build_turn_views(turns)
+    # Only the chat's latest answer can be continued (continue_answer checks it too).
+    latest = turns[-1].pk if turns and before is None else None
+    for turn in turns:
+        views[turn.pk]["can_continue"] = views[turn.pk]["can_continue"] and turn.pk == latest
     exchanges = [{"user_message": asked.get(turn.pk), "turn": views[turn.pk]} for turn in turns]
     return exchanges, earlier
 
@@ -194,6 +199,33 @@ def send_message(request: AuthedRequest, chat_id: int) -> HttpResponse:
     if not had_title:
         html += render_to_string("chat/_chat_link.html", {"item": chat, "chat": chat, "oob": True}, request)
     return HttpResponse(html)
+
+
+@login_required
+@require_POST
+def continue_answer(request: AuthedRequest, turn_id: int) -> HttpResponse:
+    """Starts a turn that continues an answer cut by the token limit: the chat's latest turn,
+    finished, whose last model call ended with finish_reason "length"."""
+    turn = get_object_or_404(Turn.objects.select_related("chat"), pk=turn_id, chat__owner=request.user)
+    chat = turn.chat
+    with transaction.atomic():
+        # Locked, so two clicks (or two tabs) cannot both start a turn.
+        Chat.objects.select_for_update().filter(pk=chat.pk).first()
+        if chat.turns.filter(status__in=Turn.ACTIVE).exists():
+            return HttpResponse("Wait for the current answer to finish, or stop it.", status=409)
+        if chat.turns.order_by("-id").values_list("pk", flat=True).first() != turn.pk:
+            return HttpResponse("Only the latest answer can be continued.", status=409)
+        last = Message.objects.filter(turn=turn, role=Message.Role.ASSISTANT).order_by("-step", "-id").first()
+        if turn.status != Turn.Status.COMPLETED or last is None or last.finish_reason != "length":
+            return HttpResponse("This answer was not cut by the token limit.", status=400)
+        message, new_turn = _start_turn(chat, CONTINUE_PROMPT)
+        message.metadata = {"continues": turn.pk}
+        message.save(update_fields=["metadata"])
+    view = presenters.turn(new_turn.pk, status=new_turn.status, steps=[])
+    html = render_to_string("chat/_exchange.html", {"exchange": {"user_message": message, "turn": view}}, request)
+    # The button under the answer that was continued goes away.
+    cleared = f'<div class="turn-continue" id="continue-{turn.pk}" hx-swap-oob="true"></div>'
+    return HttpResponse(html + cleared)
 
 
 @login_required

@@ -180,12 +180,26 @@ def _parse(raw: str | dict[str, Any]) -> tuple[dict[str, Any], str]:
         return raw, ""
     text = raw.strip() or "{}"
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
-        return {}, f"The arguments are not valid JSON ({exc.msg} at position {exc.pos})."
+        return {}, f"The arguments are not valid JSON ({exc.msg} at position {exc.pos}){_quote(text)}"
+    except (ValueError, RecursionError) as exc:
+        return {}, f"The arguments are not valid JSON ({exc}){_quote(text)}"
     if not isinstance(value, dict):
-        return {}, "The arguments must be a JSON object."
+        return {}, f"The arguments must be a JSON object{_quote(text)}"
     return value, ""
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def _quote(text: str, limit: int = 300) -> str:
+    # The agent's transcript carries "{}" in place of arguments that are not a JSON object (see
+    # chat.agent.types.transcript_arguments): this quote is where the model and the reader still
+    # see what was sent.
+    shown = text if len(text) <= limit else text[:limit] + "…"
+    return f". Received: {shown}"
 
 
 def validation_errors(tool_: Tool, arguments: dict[str, Any]) -> list[str]:

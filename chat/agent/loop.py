@@ -9,7 +9,12 @@ owns the transcript and the rules:
   user is shown a notice;
 - Stop is cooperative: checked before each model call, between chunks and while tools run; the
   partial answer is kept and every started tool call still gets a result, so the stored
-  transcript stays valid for the provider.
+  transcript stays valid for the provider;
+- the transcript stays valid for any provider (see `transcript`): every tool call gets an id
+  unique in the conversation and JSON-object arguments; the raw arguments still go to the tool,
+  whose validation error the model then reads;
+- an answer the provider cut (`finish_reason` "length") or filtered ("content_filter") ends the
+  turn with a notice the reader sees.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar
 
 from .exceptions import Cancelled, Finished, ProviderError
+from .transcript import CallIds, call_ids, canonical
 from .types import AssistantMessage, Completed, StreamEvent, TextDelta, ToolCall, ToolCallOpened, ToolResult, Usage
 
 LIMIT_MESSAGE = (
@@ -28,6 +34,11 @@ LIMIT_MESSAGE = (
 )
 LIMIT_NOTICE = "Tool limit reached ({limit} steps): the assistant answered with what it had."
 CANCELLED_RESULT = "Error: cancelled by the user before this tool finished."
+# Shown to the reader when the last answer of a turn did not end on its own.
+FINISH_NOTICES = {
+    "length": "The answer was cut by the token limit.",
+    "content_filter": "The answer was stopped by the provider's content filter.",
+}
 
 T = TypeVar("T")
 
@@ -45,8 +56,9 @@ class ToolBox(Protocol):
         """OpenAI-format tool definitions offered to the model this turn."""
         ...
 
-    async def run(self, call: ToolCall) -> ToolResult:
-        """Runs one call. Failures come back as results with is_error, never as exceptions."""
+    async def run(self, call: ToolCall, step: int, position: int) -> ToolResult:
+        """Runs one call, the `position`-th of model call `step`: that place, not the provider's
+        id, is what names it. Failures come back as results with is_error, never as exceptions."""
         ...
 
 
@@ -86,6 +98,8 @@ class Outcome:
     usage: Usage = field(default_factory=Usage)
     error: str = ""
     error_kind: str = ""
+    # Why the last model call ended ("stop", "length", "content_filter"…), when it ended.
+    finish_reason: str | None = None
 
 
 class Agent:
@@ -101,19 +115,24 @@ class Agent:
         self.iterations = 0
         self.step_index = 0
         self.usage = Usage()
+        self.finish_reason: str | None = None
         self._limit_sent = False
+        self._ids = CallIds()
 
     async def run(self, messages: list[dict[str, Any]]) -> Outcome:
-        self.messages = list(messages)
+        self.messages = canonical(list(messages))
+        self._ids = CallIds(call_ids(self.messages))
         try:
             while True:
                 await self.step()
         except Finished:
-            return Outcome("completed", self.iterations, self.usage)
+            return Outcome("completed", self.iterations, self.usage, finish_reason=self.finish_reason)
         except Cancelled:
-            return Outcome("cancelled", self.iterations, self.usage)
+            return Outcome("cancelled", self.iterations, self.usage, finish_reason=self.finish_reason)
         except ProviderError as exc:
-            return Outcome("failed", self.iterations, self.usage, error=exc.message, error_kind=exc.kind)
+            return Outcome(
+                "failed", self.iterations, self.usage, error=exc.message, error_kind=exc.kind, finish_reason=None
+            )
 
     async def step(self) -> None:
         if self.cancel.is_set():
@@ -135,9 +154,16 @@ class Agent:
             # Some providers emit calls even when none were offered; there is nothing to run
             # them with, and an unanswered call would make the transcript invalid.
             message.tool_calls = []
+        for call in message.tool_calls:
+            # Some servers reuse ids ("call_0" in every step, or for two calls of one step).
+            call.id = self._ids.assign(call.id)
+        self.finish_reason = message.finish_reason
         self.messages.append(message.to_openai())
         await self.sink.assistant_message(step, message, "complete")
         if not message.tool_calls:
+            notice = FINISH_NOTICES.get(message.finish_reason or "")
+            if notice:
+                await self.sink.notice(message.finish_reason or "", notice)
             raise Finished
         self.iterations += 1
         results = await self.execute(step, message.tool_calls)
@@ -170,6 +196,7 @@ class Agent:
             raise
         except ProviderError:
             partial = AssistantMessage(content=self.model.partial.content, usage=self.model.partial.usage)
+            self.usage.add(partial.usage)
             if partial.content:
                 self.messages.append(partial.to_openai())
             await self.sink.assistant_message(step, partial, "failed")
@@ -183,7 +210,7 @@ class Agent:
 
         async def run_one(position: int, call: ToolCall) -> None:
             try:
-                result = await self.tools.run(call)
+                result = await self.tools.run(call, step, position)
             except Exception as exc:  # a toolbox bug must still end as this call's error result
                 result = ToolResult(call.id, f"Error: {type(exc).__name__}: {exc}", is_error=True)
             results[position] = result

@@ -5,25 +5,57 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
+def _reject_constant(name: str) -> Any:
+    # Python's json accepts NaN and Infinity; JSON (and every provider) does not.
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def parse_arguments(raw: str) -> dict[str, Any]:
+    """A tool call's arguments as a dict; raises ValueError with a message the model can act on.
+
+    Strict JSON: an empty string means no arguments, anything else must be one JSON object."""
+    text = raw.strip() or "{}"
+    try:
+        value = json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"arguments are not valid JSON ({exc.msg} at position {exc.pos})") from None
+    except (ValueError, RecursionError) as exc:
+        raise ValueError(f"arguments are not valid JSON ({exc})") from None
+    if not isinstance(value, dict):
+        raise ValueError("arguments must be a JSON object")
+    return value
+
+
+def transcript_arguments(raw: str) -> str:
+    """What a call's arguments become in a transcript sent to a provider: the model's own text
+    when it is one JSON object, else "{}". Anthropic and Gemini parse the arguments of every
+    earlier call, so one broken string would fail this request and every later one of the chat;
+    the text the model really sent stays in the tool's execution record and error result."""
+    try:
+        parse_arguments(raw)
+    except ValueError:
+        return "{}"
+    return raw.strip() or "{}"
+
+
 @dataclass
 class ToolCall:
     id: str
     name: str
+    # Exactly what the model streamed (possibly not JSON at all): the tool executor validates
+    # it and reports errors against it. The transcript uses `transcript_arguments`.
     arguments: str = "{}"
 
     def parsed_arguments(self) -> dict[str, Any]:
         """The arguments as a dict; raises ValueError with a message the model can act on."""
-        raw = self.arguments.strip() or "{}"
-        try:
-            value = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"arguments are not valid JSON ({exc.msg} at position {exc.pos})") from None
-        if not isinstance(value, dict):
-            raise ValueError("arguments must be a JSON object")
-        return value
+        return parse_arguments(self.arguments)
 
     def to_openai(self) -> dict[str, Any]:
-        return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": self.arguments}}
+        return {
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": transcript_arguments(self.arguments)},
+        }
 
 
 @dataclass
@@ -48,13 +80,21 @@ class Usage:
         self.prompt_tokens += other.prompt_tokens
         self.completion_tokens += other.completion_tokens
 
+    @property
+    def total(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
 
 @dataclass
 class AssistantMessage:
     content: str = ""
     tool_calls: list[ToolCall] = field(default_factory=list)
+    # As LiteLLM normalises it: "stop", "tool_calls", "length", "content_filter", or None.
     finish_reason: str | None = None
     usage: Usage = field(default_factory=Usage)
+    # The model's reasoning ("thinking") text, if the provider streams it apart from the answer.
+    # Never part of the answer and never sent back: several providers reject it in a request.
+    reasoning: str = ""
 
     def to_openai(self) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": self.content or None}

@@ -7,6 +7,7 @@ shaped like LiteLLM's streaming deltas, so the seam's accumulator and retries ru
 from __future__ import annotations
 
 import asyncio
+import datetime
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -121,11 +122,13 @@ class Tools:
 
     def __init__(self, **funcs: Any) -> None:
         self.funcs = funcs
+        self.places: list[tuple[str, int, int]] = []
 
     def specs(self) -> list[dict[str, Any]]:
         return [{"type": "function", "function": {"name": n, "parameters": {"type": "object"}}} for n in self.funcs]
 
-    async def run(self, call: ToolCall) -> ToolResult:
+    async def run(self, call: ToolCall, step: int, position: int) -> ToolResult:
+        self.places.append((call.name, step, position))
         func = self.funcs.get(call.name)
         if func is None:
             return ToolResult(call.id, f"Error: unknown tool {call.name}", is_error=True)
@@ -405,3 +408,275 @@ async def test_provider_error_message_is_safe_to_show() -> None:
         async for _ in model.stream(USER, None):
             pass
     assert info.value.message.startswith("The model provider returned an error")
+
+
+# --- Provider stream edges (issue 11) -------------------------------------------------------------
+
+
+async def test_invalid_json_arguments_reach_the_tool_but_never_the_transcript() -> None:
+    seen: list[str] = []
+
+    class RawTools(Tools):
+        async def run(self, call: ToolCall, step: int, position: int) -> ToolResult:
+            seen.append(call.arguments)
+            return await super().run(call, step, position)
+
+    async def ping(x: int = 0) -> str:
+        return "pong"
+
+    script = Script(
+        [call_chunk(0, id="bad", name="ping", args='{"x": 1,'), finish("tool_calls")],
+        [text_chunk("Sorry."), finish()],
+    )
+    agent, _ = make_agent(script, RawTools(ping=ping))
+    outcome = await agent.run(USER)
+    assert outcome.status == "completed"
+    assert seen == ['{"x": 1,']  # the tool (and its validation error) sees what the model sent
+    sent = script.calls[1]["messages"]
+    assert sent[-2]["tool_calls"][0]["function"]["arguments"] == "{}"
+    assert sent[-1]["tool_call_id"] == "bad" and sent[-1]["content"].startswith("Error")
+
+
+@pytest.mark.parametrize("raw", ["[1, 2]", "null", '"text"', "NaN", '{"x": Infinity}', "{", "1e999999"])
+def test_transcript_arguments_are_always_a_json_object(raw: str) -> None:
+    from chat.agent.types import transcript_arguments
+
+    value = json.loads(transcript_arguments(raw), parse_constant=lambda name: pytest.fail(name))
+    assert isinstance(value, dict)
+
+
+async def test_duplicate_ids_get_unique_ids_and_distinct_places() -> None:
+    async def ping(n: int) -> int:
+        return n
+
+    script = Script(
+        [
+            call_chunk(0, id="call_0", name="ping", args='{"n": 1}'),
+            call_chunk(1, id="call_0", name="ping", args='{"n": 2}'),
+            finish("tool_calls"),
+        ],
+        # The next step reuses the id again, as some local servers do in every step.
+        [call_chunk(0, id="call_0", name="ping", args='{"n": 3}'), finish("tool_calls")],
+        [text_chunk("Done."), finish()],
+    )
+    tools = Tools(ping=ping)
+    agent, _ = make_agent(script, tools)
+    assert (await agent.run(USER)).status == "completed"
+    # Parallel calls finish in any order; each ran once, at its own place.
+    assert sorted(tools.places) == [("ping", 0, 0), ("ping", 0, 1), ("ping", 1, 0)]
+    final = script.calls[-1]["messages"]
+    ids = [c["id"] for m in final if m["role"] == "assistant" for c in m.get("tool_calls") or []]
+    answered = [m["tool_call_id"] for m in final if m["role"] == "tool"]
+    assert len(ids) == 3 and len(set(ids)) == 3
+    assert sorted(answered) == sorted(ids)
+    assert ids[0] == "call_0"  # the provider's id is kept where it is unique
+    contents = {m["tool_call_id"]: m["content"] for m in final if m["role"] == "tool"}
+    assert [contents[i] for i in ids] == ["1", "2", "3"]
+
+
+async def test_ids_colliding_with_the_history_are_replaced() -> None:
+    async def ping() -> str:
+        return "pong"
+
+    history: list[dict[str, Any]] = [
+        {"role": "user", "content": "earlier"},
+        {"role": "assistant", "content": None, "tool_calls": [ToolCall("a.b", "ping").to_openai()]},
+        {"role": "tool", "tool_call_id": "a.b", "content": "pong"},
+        {"role": "assistant", "content": "ok"},
+        *USER,
+    ]
+    # "a_b" is a different string, but Anthropic's format turns "a.b" into "a_b" too.
+    script = Script(
+        [call_chunk(0, id="a_b", name="ping", args="{}"), finish("tool_calls")], [text_chunk("ok"), finish()]
+    )
+    agent, _ = make_agent(script, Tools(ping=ping))
+    await agent.run(history)
+    new_call = script.calls[1]["messages"][-2]["tool_calls"][0]
+    assert new_call["id"] not in ("a.b", "a_b")
+    assert script.calls[1]["messages"][-1]["tool_call_id"] == new_call["id"]
+
+
+@pytest.mark.parametrize(
+    ("reason", "kind", "words"),
+    [("length", "length", "token limit"), ("content_filter", "content_filter", "content filter")],
+)
+async def test_cut_or_filtered_answer_ends_with_a_notice(reason: str, kind: str, words: str) -> None:
+    script = Script([text_chunk("Half of it"), finish(reason)])
+    agent, sink = make_agent(script, Tools())
+    outcome = await agent.run(USER)
+    assert outcome.status == "completed" and outcome.finish_reason == reason
+    assert [(e[1], words in e[2]) for e in sink.of("notice")] == [(kind, True)]
+
+
+async def test_normal_finish_has_no_notice() -> None:
+    agent, sink = make_agent(Script([text_chunk("All of it"), finish("stop")]), Tools())
+    outcome = await agent.run(USER)
+    assert outcome.finish_reason == "stop" and sink.of("notice") == []
+
+
+async def test_provider_names_for_cut_answers_are_normalised() -> None:
+    agent, _ = make_agent(Script([text_chunk("x"), finish("MAX_TOKENS")]), Tools())
+    assert (await agent.run(USER)).finish_reason == "length"
+
+
+async def test_litellm_and_client_retries_are_switched_off() -> None:
+    script = Script([text_chunk("ok"), finish()])
+    model = LiteLLMModel(
+        ModelConfig(model="scripted/x", retries=3, backoff_s=0, extra={"num_retries": 5, "max_retries": 7}),
+        completion=script,
+    )
+    async for _ in model.stream(USER, None):
+        pass
+    assert script.calls[0]["max_retries"] == 0 and script.calls[0]["num_retries"] == 0
+    assert script.calls[0]["stream_options"] == {"include_usage": True}
+
+
+def _rate_limited(headers: dict[str, str]) -> litellm.RateLimitError:
+    import httpx
+
+    error = litellm.RateLimitError("slow down", llm_provider="openai", model="x")
+    error.litellm_response_headers = httpx.Headers(headers)  # type: ignore[attr-defined]
+    return error
+
+
+def test_retry_after_in_seconds_milliseconds_and_http_date() -> None:
+    from email.utils import format_datetime
+
+    from chat.agent.llm import retry_after_seconds
+
+    assert retry_after_seconds(_rate_limited({"Retry-After": "7"})) == 7
+    assert retry_after_seconds(_rate_limited({"retry-after-ms": "1500"})) == 1.5
+    when = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=20)
+    from_date = retry_after_seconds(_rate_limited({"Retry-After": format_datetime(when, usegmt=True)}))
+    assert from_date is not None and 17 < from_date <= 20
+    assert retry_after_seconds(_rate_limited({"Retry-After": "soon"})) is None
+    assert retry_after_seconds(_rate_limited({})) is None
+
+
+async def test_retry_after_longer_than_the_cap_fails_at_once() -> None:
+    script = Script(_rate_limited({"Retry-After": "3600"}), [text_chunk("never"), finish()])
+    model = LiteLLMModel(ModelConfig(model="scripted/x", retries=3, backoff_s=0, max_wait_s=5), completion=script)
+    with pytest.raises(ProviderError) as info:
+        async for _ in model.stream(USER, None):
+            pass
+    assert info.value.kind == "rate_limited" and len(script.calls) == 1
+
+
+async def test_retry_waits_as_long_as_retry_after_asks() -> None:
+    script = Script(_rate_limited({"Retry-After": "0.3"}), [text_chunk("ok"), finish()])
+    model = LiteLLMModel(ModelConfig(model="scripted/x", retries=3, backoff_s=0.01), completion=script)
+    started = asyncio.get_running_loop().time()
+    async for _ in model.stream(USER, None):
+        pass
+    assert asyncio.get_running_loop().time() - started >= 0.3
+    assert len(script.calls) == 2
+
+
+async def test_server_rejecting_stream_options_is_asked_again_without_it() -> None:
+    rejected = litellm.BadRequestError(
+        "Unrecognized request argument: stream_options", llm_provider="openai", model="x"
+    )
+    script = Script(rejected, [text_chunk("ok"), finish()], [text_chunk("again"), finish()])
+    model = LiteLLMModel(ModelConfig(model="scripted/no-usage", api_base="http://old", retries=0), completion=script)
+    async for _ in model.stream(USER, None):
+        pass
+    assert "stream_options" in script.calls[0] and "stream_options" not in script.calls[1]
+    async for _ in model.stream(USER, None):
+        pass
+    assert "stream_options" not in script.calls[2]  # remembered
+
+
+async def test_usage_of_the_final_choiceless_chunk_is_recorded() -> None:
+    script = Script(
+        [
+            text_chunk("Hi"),
+            {"choices": [{"delta": {}, "finish_reason": "stop"}]},
+            {"choices": [], "usage": {"prompt_tokens": 120, "completion_tokens": 33}},
+        ]
+    )
+    agent, _ = make_agent(script, Tools())
+    outcome = await agent.run(USER)
+    assert (outcome.usage.prompt_tokens, outcome.usage.completion_tokens) == (120, 33)
+
+
+async def test_reasoning_is_never_answer_text_nor_sent_back() -> None:
+    script = Script(
+        [
+            {"choices": [{"delta": {"reasoning_content": "Let me think"}, "finish_reason": None}]},
+            {"choices": [{"delta": {"reasoning_content": " hard."}, "finish_reason": None}]},
+            text_chunk("Answer."),
+            finish(),
+        ],
+        [text_chunk("Second."), finish()],
+    )
+    agent, sink = make_agent(script, Tools())
+    await agent.run(USER)
+    assert [e[2] for e in sink.of("text")] == ["Answer."]
+    assert agent.messages[-1] == {"role": "assistant", "content": "Answer."}
+    assert agent.model.partial.reasoning == "Let me think hard."  # type: ignore[attr-defined]
+
+
+def test_same_id_at_index_zero_with_another_name_is_another_call() -> None:
+    acc = ToolCallAccumulator()
+    acc.add([{"index": 0, "id": "call_0", "function": {"name": "a", "arguments": '{"q": 1}'}}])
+    acc.add([{"index": 0, "id": "call_0", "function": {"name": "b", "arguments": '{"q": 2}'}}])
+    acc.add([{"index": 0, "id": "call_0", "function": {"name": "b", "arguments": '{"q": 3}'}}])
+    assert [(c.name, c.arguments) for c in acc.calls()] == [("a", '{"q": 1}'), ("b", '{"q": 2}'), ("b", '{"q": 3}')]
+
+
+def test_a_name_repeated_on_every_fragment_is_one_call() -> None:
+    acc = ToolCallAccumulator()
+    for piece in ['{"q"', ": ", "1}"]:
+        acc.add([{"index": 0, "id": "c", "function": {"name": "a", "arguments": piece}}])
+    assert [(c.name, c.arguments) for c in acc.calls()] == [("a", '{"q": 1}')]
+
+
+def test_two_calls_in_one_chunk_and_fragments_without_index() -> None:
+    acc = ToolCallAccumulator()
+    acc.add(
+        [
+            {"index": 0, "id": "x", "function": {"name": "a", "arguments": '{"n": 1}'}},
+            {"index": 1, "id": "y", "function": {"name": "b", "arguments": '{"n": 2}'}},
+        ]
+    )
+    acc.add([{"id": "z", "function": {"name": "c", "arguments": '{"n"'}}])
+    acc.add([{"function": {"arguments": ": 3}"}}])
+    assert [(c.id, c.arguments) for c in acc.calls()] == [("x", '{"n": 1}'), ("y", '{"n": 2}'), ("z", '{"n": 3}')]
+
+
+def test_missing_arguments_key_means_no_arguments() -> None:
+    acc = ToolCallAccumulator()
+    acc.add([{"index": 0, "id": "k", "function": {"name": "noargs"}}])
+    assert acc.calls()[0].arguments == "{}"
+    ids = {acc.calls()[0].id for _ in range(3)}
+    assert ids == {"k"}
+
+
+def test_stored_conversation_is_replayed_in_a_shape_every_provider_takes() -> None:
+    from chat.agent.transcript import NO_RESULT, canonical
+
+    call = {"type": "function", "function": {"name": "ping", "arguments": '{"broken'}}
+    stored: list[dict[str, Any]] = [
+        {"role": "user", "content": "one"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{**call, "id": "d"}, {**call, "id": "d"}, {**call, "id": "gone"}],
+        },
+        {"role": "tool", "tool_call_id": "d", "content": "first"},
+        {"role": "assistant", "content": "Stopped text of the next step"},  # a dead worker's order
+        {"role": "tool", "tool_call_id": "d", "content": "second"},
+        {"role": "tool", "tool_call_id": "nobody", "content": "orphan"},
+        {"role": "assistant", "content": None},
+        {"role": "user", "content": "two"},
+    ]
+    replay = canonical(stored)
+    assert [m["role"] for m in replay] == ["user", "assistant", "tool", "tool", "tool", "assistant", "user"]
+    calls = replay[1]["tool_calls"]
+    assert [c["function"]["arguments"] for c in calls] == ["{}", "{}", "{}"]
+    assert calls[0]["id"] == "d" and len({c["id"] for c in calls}) == 3
+    assert [(m["tool_call_id"], m["content"]) for m in replay[2:5]] == [
+        (calls[0]["id"], "first"),
+        (calls[1]["id"], "second"),
+        (calls[2]["id"], NO_RESULT),
+    ]
