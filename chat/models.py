@@ -193,8 +193,8 @@ class Message(models.Model):
     tool_call_id = models.TextField(blank=True)
     # e.g. {"stopped": true}, {"failed": true}
     metadata = models.JSONField(default=dict, blank=True)
-    # An assistant message is one model call: what it cost, as the provider reported it (null:
-    # not reported), and why it ended ("stop", "tool_calls", "length", "content_filter"…).
+    # An assistant message is one model call: what it cost, as the provider (or LiteLLM's count)
+    # reported it (null: no figure), and why it ended ("stop", "tool_calls", "length"…).
     prompt_tokens = models.PositiveIntegerField(null=True, blank=True)
     completion_tokens = models.PositiveIntegerField(null=True, blank=True)
     finish_reason = models.CharField(max_length=40, blank=True, default="")
