@@ -1,9 +1,21 @@
 // Tessera chat page behaviour. htmx does the requests and swaps; this file adds the keyboard,
 // the running state, autoscroll, and the sequence check that keeps reconnects exact.
+//
+// Controls are found by id or data attribute, never by a class anywhere in the document: model
+// and tool output can carry neither ids nor data attributes (chat/rendering.py), so it cannot
+// pose as one of the page's controls.
 (function () {
   "use strict";
 
+  // --- State ----------------------------------------------------------------------------------
   var socket = null;
+  var pinned = true; // follow new content unless the reader scrolled up
+  var fromBottom = null; // where the reader was while earlier exchanges load above
+  var lastHeard = {}; // turn id → when a fragment of it last arrived
+  var STALL_MS = 8000;
+  var SEQ = /^<!--seq (\d+) (\d+)( full)?-->/;
+  // Turn states are found by their ids (turn-state-<id>).
+  var ACTIVE_STATES = '[id^="turn-state-"][data-turn-status="running"], [id^="turn-state-"][data-turn-status="queued"]';
 
   // Reconnect quickly after a dropped socket (the default backs off up to a minute); the sync
   // on connect makes a reconnect exact, so there is no reason to wait.
@@ -11,14 +23,17 @@
     htmx.config.wsReconnectDelay = function (retry) { return Math.min(500 * Math.pow(2, retry), 8000); };
   }
 
-  function $(sel, root) { return (root || document).querySelector(sel); }
+  // --- Elements -------------------------------------------------------------------------------
+  function byId(id) { return document.getElementById(id); }
+  function popover() { return byId("toolsets-popover"); }
+  function trigger() { return byId("tsp-trigger"); }
+  function toolsForm() { return byId("toolsets-form"); }
+  function scroller() { return byId("scroller"); }
+  function input() { return byId("composer-input"); }
+  function composer() { return byId("composer"); }
+  function inside(id, el) { var root = byId(id); return !!root && root.contains(el); }
 
-  // --- Toolsets popover ------------------------------------------------------------------------
-  function popover() { return document.getElementById("toolsets-popover"); }
-  function trigger() { return document.getElementById("tsp-trigger"); }
-  // The popover's own form; its rows, boxes and buttons are found only inside it.
-  function toolsForm() { return document.getElementById("toolsets-form"); }
-  function inTools(el) { var form = toolsForm(); return !!form && form.contains(el); }
+  // --- Toolsets popover -----------------------------------------------------------------------
   function setPopover(open) {
     var pop = popover(), btn = trigger();
     if (!pop || !btn) return;
@@ -29,44 +44,25 @@
       if (first) first.focus();
     }
   }
+  function toggleToolList(button) {
+    var list = byId(button.getAttribute("aria-controls"));
+    if (!list) return;
+    var open = list.hidden;
+    list.hidden = !open;
+    button.setAttribute("aria-expanded", open ? "true" : "false");
+  }
   // Checkbox indeterminate is a property, not an attribute: apply it after every render.
-  function applyTriState(root) {
+  function applyTriState() {
     var form = toolsForm();
     if (!form) return;
     form.querySelectorAll("input[data-toolset-check]").forEach(function (box) {
       box.indeterminate = box.hasAttribute("data-indeterminate");
     });
   }
-  document.addEventListener("click", function (e) {
-    if (e.target.closest("#tsp-trigger")) {
-      setPopover(popover().hidden);
-      return;
-    }
-    var expand = inTools(e.target) && e.target.closest("button[data-expand]");
-    if (expand) {
-      var list = document.getElementById(expand.getAttribute("aria-controls"));
-      if (!list) return;
-      var open = list.hidden;
-      list.hidden = !open;
-      expand.setAttribute("aria-expanded", open ? "true" : "false");
-      return;
-    }
-    var pop = popover();
-    if (pop && !pop.hidden && !e.target.closest("#tsp")) setPopover(false);
-  });
-  // Capture phase: runs before htmx sends the form, so the tool boxes already reflect a click on
-  // the toolset's box (checked or mixed → all on; unchecked → all off).
-  document.addEventListener("change", function (e) {
-    var box = e.target;
-    if (!inTools(box) || !box.hasAttribute("data-toolset-check")) return;
-    box.closest("[data-toolset]").querySelectorAll('input[name="tools"]:not([disabled])').forEach(function (t) {
-      t.checked = box.checked;
-    });
-  }, true);
 
-  // --- Chat settings panel ----------------------------------------------------------------------
+  // --- Chat settings panel and theme ----------------------------------------------------------
   function toggleSettings() {
-    var panel = document.getElementById("settings-panel");
+    var panel = byId("settings-panel");
     if (!panel) return;
     panel.hidden = !panel.hidden;
     document.querySelectorAll('[data-action="toggle-settings"]').forEach(function (b) {
@@ -74,73 +70,151 @@
     });
     document.body.classList.toggle("settings-open", !panel.hidden);
   }
-
-  // --- Theme ----------------------------------------------------------------------------------
   function currentTheme() {
     var t = document.documentElement.dataset.theme;
     if (t === "light" || t === "dark") return t;
     return window.matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light";
   }
-  document.addEventListener("click", function (e) {
-    var btn = e.target.closest("[data-action]");
-    if (!btn) return;
-    var action = btn.dataset.action;
-    if (action === "toggle-theme") {
-      var next = currentTheme() === "dark" ? "light" : "dark";
-      document.documentElement.dataset.theme = next;
-      try { localStorage.setItem("tessera-theme", next); } catch (err) { /* ignore */ }
-    } else if (action === "toggle-settings") {
-      toggleSettings();
-    } else if (action === "open-sidebar") {
-      document.body.classList.add("sidebar-open");
-    } else if (action === "close-sidebar") {
-      document.body.classList.remove("sidebar-open");
-    }
-  });
+  function toggleTheme() {
+    var next = currentTheme() === "dark" ? "light" : "dark";
+    document.documentElement.dataset.theme = next;
+    try { localStorage.setItem("tessera-theme", next); } catch (err) { /* private mode */ }
+  }
+  var ACTIONS = {
+    "toggle-theme": toggleTheme,
+    "toggle-settings": toggleSettings,
+    "open-sidebar": function () { document.body.classList.add("sidebar-open"); },
+    "close-sidebar": function () { document.body.classList.remove("sidebar-open"); },
+  };
 
   // --- Running state: Stop replaces Send while a turn runs ------------------------------------
-  // Turn states are found by their ids (turn-state-<id>): model output can carry neither ids nor
-  // data attributes, so it cannot pose as one.
-  var ACTIVE_STATES = '[id^="turn-state-"][data-turn-status="running"], [id^="turn-state-"][data-turn-status="queued"]';
-  function isRunning() {
-    return !!document.querySelector(ACTIVE_STATES);
-  }
-  function updateRunning() {
-    document.body.classList.toggle("is-running", isRunning());
-  }
+  function isRunning() { return !!document.querySelector(ACTIVE_STATES); }
+  function updateRunning() { document.body.classList.toggle("is-running", isRunning()); }
 
-  // --- Autoscroll: follow new content unless the reader scrolled up ---------------------------
-  var pinned = true;
-  function scroller() { return document.getElementById("scroller"); }
+  // --- Autoscroll -----------------------------------------------------------------------------
   function scrollToBottom() {
     var s = scroller();
     if (s) s.scrollTop = s.scrollHeight;
   }
+
+  // --- Socket -----------------------------------------------------------------------------------
+  function requestSync(turnId) {
+    if (socket) socket.send(JSON.stringify({ type: "sync", turn: turnId }), document.querySelector("[ws-connect]"));
+  }
+
+  // --- Composer ---------------------------------------------------------------------------------
+  function autosize() {
+    var el = input();
+    if (!el) return;
+    el.style.height = "auto";
+    el.style.height = Math.min(el.scrollHeight, 240) + "px";
+  }
+  function showError(text) {
+    var box = byId("composer-error");
+    if (!box) return;
+    box.textContent = text || "";
+    box.hidden = !text;
+  }
+  function suggest(button) {
+    input().value = button.dataset.suggest;
+    autosize();
+    composer().requestSubmit();
+  }
+
+  // --- The one click listener -------------------------------------------------------------------
+  document.addEventListener("click", function (e) {
+    var target = e.target;
+    if (target.closest("#tsp-trigger")) {
+      setPopover(popover().hidden);
+      return;
+    }
+    var pop = popover();
+    if (pop && !pop.hidden && !target.closest("#tsp")) setPopover(false);
+
+    var expand = inside("toolsets-form", target) && target.closest("button[data-expand]");
+    if (expand) { toggleToolList(expand); return; }
+
+    // A tool card the reader opened or closed stays that way when the card is updated.
+    var summary = target.closest("details[data-tool-card] > summary");
+    if (summary) { summary.parentElement.dataset.userToggled = "1"; return; }
+
+    var suggestion = inside("empty-state", target) && target.closest("button[data-suggest]");
+    if (suggestion) { suggest(suggestion); return; }
+
+    var action = target.closest("[data-action]");
+    if (action && ACTIONS[action.dataset.action]) ACTIONS[action.dataset.action]();
+  });
+
+  // Capture phase: runs before htmx sends the form, so the tool boxes already reflect a click on
+  // the toolset's box (checked or mixed → all on; unchecked → all off).
+  document.addEventListener("change", function (e) {
+    var box = e.target;
+    if (!inside("toolsets-form", box) || !box.hasAttribute("data-toolset-check")) return;
+    box.closest("[data-toolset]").querySelectorAll('input[name="tools"]:not([disabled])').forEach(function (t) {
+      t.checked = box.checked;
+    });
+  }, true);
+
   document.addEventListener("scroll", function (e) {
     var s = scroller();
     if (e.target === s) pinned = s.scrollHeight - s.scrollTop - s.clientHeight < 80;
   }, true);
 
+  document.addEventListener("input", function (e) {
+    if (e.target === input()) autosize();
+  });
+
+  document.addEventListener("keydown", function (e) {
+    var el = input();
+    if (e.key === "Escape" && popover() && !popover().hidden) {
+      e.preventDefault();
+      setPopover(false);
+      trigger().focus();
+      return;
+    }
+    if (e.key === "Escape" && isRunning()) {
+      // One click: htmx sends the Stop request from the button's own click handler.
+      var stop = byId("stop-btn");
+      if (stop) { e.preventDefault(); stop.click(); }
+      return;
+    }
+    if (e.target === el && e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+      e.preventDefault();
+      if (!isRunning() && el.value.trim()) composer().requestSubmit();
+    }
+  });
+
+  document.addEventListener("submit", function (e) {
+    if (e.target.id === "composer" && (isRunning() || !input().value.trim())) e.preventDefault();
+  }, true);
+
+  // --- htmx events ------------------------------------------------------------------------------
   // Earlier exchanges go in above what the reader is looking at: keep that where it was.
-  var fromBottom = null;
   document.addEventListener("htmx:beforeSwap", function (e) {
     if (e.detail.target && e.detail.target.id === "earlier") {
       var s = scroller();
       fromBottom = s.scrollHeight - s.scrollTop;
     }
   });
-  document.addEventListener("htmx:afterSwap", function () {
-    if (fromBottom === null) return;
-    var s = scroller();
-    s.scrollTop = s.scrollHeight - fromBottom;
-    fromBottom = null;
+  document.addEventListener("htmx:afterSwap", function (e) {
+    if (fromBottom !== null) {
+      var s = scroller();
+      s.scrollTop = s.scrollHeight - fromBottom;
+      fromBottom = null;
+    }
+    if (e.detail.target && e.detail.target.id === "messages") {
+      // A new turn arrived from the POST: ask the socket for its state in case the worker was
+      // faster than this response.
+      e.detail.target.querySelectorAll('section[data-turn][data-seq="0"]').forEach(function (t) {
+        requestSync(t.dataset.turn);
+      });
+      pinned = true;
+      scrollToBottom();
+    }
+    updateRunning();
   });
 
-  // --- Tool cards: open while calling, closed when done, unless the reader opened it ------------
-  document.addEventListener("click", function (e) {
-    var summary = e.target.closest("details[data-tool-card] > summary");
-    if (summary) summary.parentElement.dataset.userToggled = "1";
-  });
+  // Tool cards: open while calling, closed when done, unless the reader opened or closed it.
   document.addEventListener("htmx:oobBeforeSwap", function (e) {
     var old = e.detail.target;
     if (!old || !old.hasAttribute || !old.hasAttribute("data-tool-card") || !old.dataset.userToggled) return;
@@ -149,16 +223,18 @@
     fresh.dataset.userToggled = "1";
     if (old.open) fresh.setAttribute("open", ""); else fresh.removeAttribute("open");
   });
+  // Right after the swap (not only after settling), so the box never shows a stale state.
+  document.addEventListener("htmx:oobAfterSwap", applyTriState);
+  document.addEventListener("htmx:afterSettle", applyTriState);
 
-  // --- Sequence check ---------------------------------------------------------------------------
-  // Every socket message starts with <!--seq TURN N-->. The turn element remembers the last N it
-  // applied: older or repeated fragments (possible right after a reconnect) are dropped, and
-  // fragments for a turn the page does not show yet wait for the sync that follows.
-  var SEQ = /^<!--seq (\d+) (\d+)( full)?-->/;
+  // Sequence check. Every socket message starts with <!--seq TURN N-->. The turn element
+  // remembers the last N it applied: older or repeated fragments (possible right after a
+  // reconnect) are dropped, and fragments for a turn the page does not show yet wait for the
+  // sync that follows.
   document.addEventListener("htmx:wsBeforeMessage", function (e) {
     var m = SEQ.exec(e.detail.message || "");
     if (!m) return;
-    var turn = document.getElementById("turn-" + m[1]);
+    var turn = byId("turn-" + m[1]);
     var seq = parseInt(m[2], 10);
     if (!turn) { e.preventDefault(); return; }
     var seen = parseInt(turn.dataset.seq || "0", 10);
@@ -188,73 +264,6 @@
     document.body.dataset.ws = code >= 4000 && code < 5000 ? "refused" : "reconnecting";
   });
 
-  function requestSync(turnId) {
-    if (socket) socket.send(JSON.stringify({ type: "sync", turn: turnId }), document.querySelector("[ws-connect]"));
-  }
-
-  // A turn shown as running that has not been heard from for a while may have missed its last
-  // fragments (say, published while this web process was reconnecting to Redis): ask for its
-  // state. For a model that is only slow to answer, that is one small sync every few seconds.
-  var lastHeard = {};
-  var STALL_MS = 8000;
-  setInterval(function () {
-    if (!socket) return;
-    var now = Date.now();
-    document.querySelectorAll(ACTIVE_STATES).forEach(function (state) {
-      var id = state.id.slice("turn-state-".length);
-      if (!document.getElementById("turn-" + id)) return;
-      if (lastHeard[id] === undefined) { lastHeard[id] = now; return; }
-      if (now - lastHeard[id] > STALL_MS) { lastHeard[id] = now; requestSync(id); }
-    });
-  }, 2000);
-
-  // --- Composer -----------------------------------------------------------------------------
-  function input() { return document.getElementById("composer-input"); }
-  function autosize() {
-    var el = input();
-    if (!el) return;
-    el.style.height = "auto";
-    el.style.height = Math.min(el.scrollHeight, 240) + "px";
-  }
-  function showError(text) {
-    var box = document.getElementById("composer-error");
-    if (!box) return;
-    box.textContent = text || "";
-    box.hidden = !text;
-  }
-  document.addEventListener("input", function (e) {
-    if (e.target === input()) autosize();
-  });
-  document.addEventListener("keydown", function (e) {
-    var el = input();
-    if (e.key === "Escape" && popover() && !popover().hidden) {
-      e.preventDefault();
-      setPopover(false);
-      trigger().focus();
-      return;
-    }
-    if (e.key === "Escape" && isRunning()) {
-      var stop = document.getElementById("stop-btn");
-      if (stop) { e.preventDefault(); stop.click(); }
-      return;
-    }
-    if (e.target === el && e.key === "Enter" && !e.shiftKey && !e.isComposing) {
-      e.preventDefault();
-      if (!isRunning() && el.value.trim()) document.getElementById("composer").requestSubmit();
-    }
-  });
-  document.addEventListener("submit", function (e) {
-    if (e.target.id === "composer" && (isRunning() || !input().value.trim())) e.preventDefault();
-  }, true);
-  document.addEventListener("click", function (e) {
-    var empty = document.getElementById("empty-state");
-    var s = empty && empty.contains(e.target) && e.target.closest("button[data-suggest]");
-    if (!s) return;
-    input().value = s.dataset.suggest;
-    autosize();
-    document.getElementById("composer").requestSubmit();
-  });
-
   document.addEventListener("htmx:afterRequest", function (e) {
     var elt = e.detail.elt;
     if (!elt || elt.id !== "composer") return;
@@ -262,30 +271,30 @@
       showError("");
       input().value = "";
       autosize();
-      var empty = document.getElementById("empty-state");
+      var empty = byId("empty-state");
       if (empty) empty.remove();
     } else {
       var xhr = e.detail.xhr;
       showError((xhr && xhr.status && xhr.responseText && xhr.responseText.length < 300) ? xhr.responseText : "Could not send the message. Check your connection and try again.");
     }
   });
-  // Right after the swap (not only after settling), so the box never shows a stale state.
-  document.addEventListener("htmx:oobAfterSwap", function () { applyTriState(); });
-  document.addEventListener("htmx:afterSettle", function () { applyTriState(); });
-  document.addEventListener("htmx:afterSwap", function (e) {
-    if (e.detail.target && e.detail.target.id === "messages") {
-      // A new turn arrived from the POST: ask the socket for its state in case the worker was
-      // faster than this response.
-      var turns = e.detail.target.querySelectorAll('.turn[data-seq="0"]');
-      turns.forEach(function (t) { requestSync(t.dataset.turn); });
-      pinned = true;
-      scrollToBottom();
-    }
-    updateRunning();
-  });
   document.addEventListener("htmx:sendError", function () {
     showError("Could not reach Tessera. Check your connection and try again.");
   });
+
+  // A turn shown as running that has not been heard from for a while may have missed its last
+  // fragments (say, published while this web process was reconnecting to Redis): ask for its
+  // state. For a model that is only slow to answer, that is one small sync every few seconds.
+  setInterval(function () {
+    if (!socket) return;
+    var now = Date.now();
+    document.querySelectorAll(ACTIVE_STATES).forEach(function (state) {
+      var id = state.id.slice("turn-state-".length);
+      if (!byId("turn-" + id)) return;
+      if (lastHeard[id] === undefined) { lastHeard[id] = now; return; }
+      if (now - lastHeard[id] > STALL_MS) { lastHeard[id] = now; requestSync(id); }
+    });
+  }, 2000);
 
   document.addEventListener("DOMContentLoaded", function () {
     updateRunning();
