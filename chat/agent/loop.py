@@ -39,6 +39,7 @@ FINISH_NOTICES = {
     "length": "The answer was cut by the token limit.",
     "content_filter": "The answer was stopped by the provider's content filter.",
 }
+EMPTY_NOTICE = "The model ended its answer without writing anything."
 
 T = TypeVar("T")
 
@@ -161,9 +162,11 @@ class Agent:
         self.messages.append(message.to_openai())
         await self.sink.assistant_message(step, message, "complete")
         if not message.tool_calls:
-            notice = FINISH_NOTICES.get(message.finish_reason or "")
-            if notice:
-                await self.sink.notice(message.finish_reason or "", notice)
+            reason = message.finish_reason or ""
+            if reason in FINISH_NOTICES:
+                await self.sink.notice(reason, FINISH_NOTICES[reason])
+            elif not message.content.strip():
+                await self.sink.notice("empty", EMPTY_NOTICE)
             raise Finished
         self.iterations += 1
         results = await self.execute(step, message.tool_calls)

@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
-from .types import transcript_arguments
+from .types import transcript_arguments, transcript_name
 
 NO_RESULT = "Error: this tool call has no result (the answer was interrupted before it finished)."
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
@@ -91,7 +91,10 @@ def canonical(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 {
                     "id": new_id,
                     "type": "function",
-                    "function": {"name": _name(call), "arguments": transcript_arguments(_text(function))},
+                    "function": {
+                        "name": transcript_name(_name(call)),
+                        "arguments": transcript_arguments(_text(function)),
+                    },
                 }
             )
             result = _take_result(messages, results.get(original) if original else None, index)

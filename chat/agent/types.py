@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +39,17 @@ def transcript_arguments(raw: str) -> str:
     return raw.strip() or "{}"
 
 
+_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def transcript_name(name: str) -> str:
+    """What a call's tool name becomes in a transcript: providers accept only `[A-Za-z0-9_-]`,
+    at most 64 characters, in a tool name. Every name Tessera offers already is one; a model
+    that calls a made-up name ("functions.web search") gets its unknown-tool error under this
+    form of it, and the name it really sent stays in the execution record."""
+    return _NAME_UNSAFE.sub("_", name)[:64] or "unknown_tool"
+
+
 @dataclass
 class ToolCall:
     id: str
@@ -54,7 +66,7 @@ class ToolCall:
         return {
             "id": self.id,
             "type": "function",
-            "function": {"name": self.name, "arguments": transcript_arguments(self.arguments)},
+            "function": {"name": transcript_name(self.name), "arguments": transcript_arguments(self.arguments)},
         }
 
 

@@ -680,3 +680,22 @@ def test_stored_conversation_is_replayed_in_a_shape_every_provider_takes() -> No
         (calls[1]["id"], "second"),
         (calls[2]["id"], NO_RESULT),
     ]
+
+
+@pytest.mark.parametrize(
+    ("name", "sent"),
+    [
+        ("functions.web search", "functions_web_search"),
+        ("", "unknown_tool"),
+        ("x" * 100, "x" * 64),
+        ("ok_name-1", "ok_name-1"),
+    ],
+)
+def test_tool_names_in_the_transcript_are_ones_every_provider_accepts(name: str, sent: str) -> None:
+    assert ToolCall("c", name).to_openai()["function"]["name"] == sent
+
+
+async def test_an_empty_answer_is_explained() -> None:
+    agent, sink = make_agent(Script([finish("stop")]), Tools())
+    assert (await agent.run(USER)).status == "completed"
+    assert [e[1] for e in sink.of("notice")] == ["empty"]

@@ -10,6 +10,8 @@ from collections import Counter
 from typing import Any
 
 ANTHROPIC_ID = re.compile(r"^[A-Za-z0-9_-]+$")
+# What OpenAI, Anthropic and Gemini all accept as a function name.
+TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
 def _strict_object(text: Any) -> dict[str, Any]:
@@ -50,7 +52,7 @@ def check_openai(messages: list[dict[str, Any]]) -> None:
             ids = []
             for call in calls:
                 assert call["id"] and call["id"] not in seen, f"tool call id reused: {call['id']!r}"
-                assert call["function"]["name"], call
+                assert TOOL_NAME.match(call["function"]["name"]), call
                 _strict_object(call["function"]["arguments"])
                 seen.add(call["id"])
                 ids.append(call["id"])
@@ -95,6 +97,7 @@ def check_anthropic(messages: list[dict[str, Any]], tools: list[dict[str, Any]])
                 assert block["text"].strip(), f"empty text block in message #{position}"
             if block["type"] == "tool_use":
                 assert isinstance(block["input"], dict), block
+                assert TOOL_NAME.match(block["name"]), block
                 assert ANTHROPIC_ID.match(block["id"]) and block["id"] not in uses, block["id"]
                 uses.add(block["id"])
         wanted = [b["id"] for b in blocks if isinstance(b, dict) and b["type"] == "tool_use"]

@@ -249,6 +249,17 @@ SHAPES = [
         roles=["user", "assistant", "tool", "assistant"],
     ),
     Shape(
+        "unknown_tool_with_a_name_no_provider_accepts",
+        [
+            Reply([calls(call(0, "call_w", "functions.web search", '{"q": "x"}')), finish("tool_calls")]),
+            answer("I cannot search."),
+        ],
+        executions=[("functions.web search", {"q": "x"})],
+        outcomes=["error:unknown_tool"],
+        final_text="I cannot search.",
+        roles=["user", "assistant", "tool", "assistant"],
+    ),
+    Shape(
         "duplicate_ids_in_one_step_and_across_steps",
         [
             Reply(
@@ -287,6 +298,13 @@ SHAPES = [
         final_text="",
         notice="content filter",
         finish_reason="content_filter",
+        roles=["user", "assistant"],
+    ),
+    Shape(
+        "empty_stream",
+        [Reply([])],
+        final_text="",
+        notice="without writing anything",
         roles=["user", "assistant"],
     ),
     Shape(

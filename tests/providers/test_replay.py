@@ -20,6 +20,7 @@ from django.test import Client
 from chat import presenters
 from chat.agent.loop import LIMIT_MESSAGE
 from chat.agent.transcript import canonical
+from chat.agent.types import transcript_name
 from chat.models import Chat, Message, TokenUsage, Turn
 from chat.prompts import CONTINUE_PROMPT
 from chat.turns import _transcript, run_turn
@@ -68,7 +69,10 @@ def test_stream_shape(shape: Shape, replay: ReplayServer, provider_model: Any, u
     # Tools: each exactly once, with the arguments the model sent, at its own place.
     executions = list(ToolExecution.objects.filter(turn=turn).order_by("step", "position"))
     ran = [
-        (f"toolset__{e.toolset}__{e.tool}", e.arguments if e.error_type != "validation_error" else e.raw_arguments)
+        (
+            f"toolset__{e.toolset}__{e.tool}" if e.toolset else e.tool,
+            e.arguments if e.error_type != "validation_error" else e.raw_arguments,
+        )
         for e in executions
     ]
     assert ran == [(name, args) for name, args in shape.executions]
@@ -87,7 +91,9 @@ def test_stream_shape(shape: Shape, replay: ReplayServer, provider_model: Any, u
         if m["role"] == "assistant"
         for c in m.get("tool_calls") or []
     ]
-    expected_calls = [(name, args if isinstance(args, dict) else {}) for name, args in shape.executions]
+    expected_calls = [
+        (transcript_name(name), args if isinstance(args, dict) else {}) for name, args in shape.executions
+    ]
     if turn.status == "completed" and shape.executions:
         assert sent_calls == expected_calls
 
