@@ -210,7 +210,7 @@ def fingerprint() -> str:
     from django.conf import settings
 
     digest = hashlib.sha256(f"{version('markdown')} {version('nh3')}".encode())
-    sources = [Path(__file__), Path(components.__file__)]
+    sources = [Path(__file__), *sorted(Path(components.__file__).parent.rglob("*.py"))]
     sources += sorted((Path(settings.BASE_DIR) / "templates" / "components").glob("*.html"))
     for path in sources:
         digest.update(path.read_bytes())
