@@ -32,21 +32,23 @@ STAGES = [
 def install_worker_hooks(path: str) -> None:
     import os
 
-    from chat import streaming
+    from chat import live, streaming
 
     log = open(f"{path}-{os.getpid()}.log", "a", buffering=1)  # noqa: SIM115
     original_text = streaming.TurnSink.text
     original_flush = streaming.TurnSink.flush
-    original_send = streaming.send_fragment
+    original_send = live.send_fragment
 
     async def text(self: Any, step: int, delta: str) -> None:
         if self._flush_handle is None and getattr(self, "_bench_batch", None) is None:
             self._bench_batch = time.monotonic()
         await original_text(self, step, delta)
 
-    async def send_fragment(chat_id: int, turn_id: int, seq: int, html: str, layer: Any = None) -> None:
+    async def send_fragment(
+        chat_id: int, turn_id: int, seq: int, html: str, layer: Any = None, *, full: bool = False
+    ) -> None:
         start = time.monotonic()
-        await original_send(chat_id, turn_id, seq, html, layer)
+        await original_send(chat_id, turn_id, seq, html, layer, full=full)
         sink_batch = _current_sink_batch.pop(turn_id, None)
         flush_start = _current_flush.pop(turn_id, start)
         log.write(f"flush {turn_id} {seq} {sink_batch or 0:.6f} {flush_start:.6f} {start:.6f} {time.monotonic():.6f}\n")
@@ -65,7 +67,7 @@ def install_worker_hooks(path: str) -> None:
 
     streaming.TurnSink.text = text  # type: ignore[method-assign]
     streaming.TurnSink.flush = flush_recording  # type: ignore[method-assign]
-    streaming.send_fragment = send_fragment  # type: ignore[assignment]
+    live.send_fragment = send_fragment  # type: ignore[assignment]
 
 
 def install_web_hooks(path: str) -> None:

@@ -7,10 +7,10 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 
 from core import strictjson
 
-from . import live, presenters
+from . import presenters
 from .events import FINAL_SEQ, FragmentMessage, frame, group_name
+from .live import LiveTurn
 from .models import Chat, Turn
-from .streaming import render
 
 # Close codes in the 4xxx range: htmx's websocket extension does not reconnect on these.
 CLOSE_UNAUTHENTICATED = 4401
@@ -69,18 +69,17 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self.sync_turn(turn_id)
 
     async def sync_turn(self, turn_id: int) -> None:
-        state = await database_sync_to_async(live.read_state)(turn_id)
+        state = await database_sync_to_async(LiveTurn.load)(turn_id)
         if state is not None:
             view = presenters.turn_from_live(state)
-            seq = state["seq"]
+            seq = state.seq
         else:
-            view = await database_sync_to_async(_turn_view_from_db)(turn_id)
-            if view is None:
+            found = await database_sync_to_async(presenters.stored_turn_view)(turn_id)
+            if found is None:
                 return
-            seq = 0 if view["active"] else FINAL_SEQ
-            view["seq"] = seq
-        html = render("chat/_turn.html", {"turn": view, "oob": True})
-        await self.send(text_data=frame(turn_id, seq, html, full=True))
+            seq = 0 if found["active"] else FINAL_SEQ
+            view = {**found, "seq": seq}
+        await self.send(text_data=frame(turn_id, seq, presenters.turn_fragment(view), full=True))
 
     async def chat_fragment(self, event: FragmentMessage) -> None:
         await self.send(text_data=frame(event["turn"], event["seq"], event["html"], full=event.get("full", False)))
@@ -108,12 +107,3 @@ def _active_turn_ids(chat_id: int) -> list[int]:
 @database_sync_to_async
 def _turn_in_chat(turn_id: int, chat_id: int) -> bool:
     return Turn.objects.filter(pk=turn_id, chat_id=chat_id).exists()
-
-
-def _turn_view_from_db(turn_id: int) -> dict[str, Any] | None:
-    from .views import build_turn_views
-
-    turn = Turn.objects.filter(pk=turn_id).first()
-    if turn is None:
-        return None
-    return build_turn_views([turn])[0][turn.pk]

@@ -1,24 +1,34 @@
-"""Redis keys a running turn shares between the worker and the web processes.
+"""A running turn's live state, and the Redis keys the worker and the web processes share.
 
-- `live`: the turn's current view state with its sequence number (what a reconnecting page is
-  shown); written by the worker before each fragment it publishes.
-- `cancel`: set by Stop; polled by the worker.
+`LiveTurn` owns the state of a turn while it runs: what its steps have streamed so far, its
+cards, notices, status and the sequence number of the last fragment. It is built when a worker
+claims the turn, changed only through its methods, and published in one place (`publish`):
+the state is stored first, then the fragment goes to the chat's group with the same number, so
+a page that (re)connects in between gets the state and drops the fragment as a duplicate.
+
+Redis keys, per turn:
+- `live`: the serialised LiveTurn (what a reconnecting page is shown);
+- `cancel`: set by Stop, polled by the worker;
 - `alive`: a short-lived heartbeat; its absence means no worker is running the turn.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
-
-import redis.asyncio as aioredis
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
 
 from core.redis_client import async_client, sync_client
 
-__all__ = ["async_client", "sync_client"]
+from .events import send_fragment
+
+__all__ = ["ALIVE_TTL_S", "LIVE_TTL_S", "LiveStep", "LiveTurn", "async_client", "key", "sync_client"]
 
 LIVE_TTL_S = 3600
 ALIVE_TTL_S = 10
+
+StepState = Literal["streaming", "complete", "stopped", "failed"]
 
 
 def key(turn_id: int, name: str) -> str:
@@ -33,11 +43,95 @@ def is_alive(turn_id: int) -> bool:
     return bool(sync_client().exists(key(turn_id, "alive")))
 
 
-def read_state(turn_id: int) -> dict[str, Any] | None:
-    raw = sync_client().get(key(turn_id, "live"))
-    return json.loads(raw) if raw else None
+@dataclass
+class LiveStep:
+    """One model call of the turn: its text so far and its tool cards (card view dicts)."""
+
+    index: int
+    text: str = ""
+    cards: list[dict[str, Any]] = field(default_factory=list)
+    state: StepState = "streaming"
+    usage: list[int] | None = None  # [prompt tokens, completion tokens] once the call ended
 
 
-async def aread_state(client: aioredis.Redis, turn_id: int) -> dict[str, Any] | None:
-    raw = await client.get(key(turn_id, "live"))
-    return json.loads(raw) if raw else None
+@dataclass
+class LiveTurn:
+    id: int
+    chat_id: int
+    status: str = "running"
+    seq: int = 0
+    steps: list[LiveStep] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+    error: str = ""
+    finish_reason: str | None = None
+    usage: dict[str, int] | None = None
+
+    # --- changes ------------------------------------------------------------------------------
+    def step(self, index: int) -> LiveStep:
+        for step in reversed(self.steps):
+            if step.index == index:
+                return step
+        raise KeyError(index)
+
+    def start_step(self, index: int) -> LiveStep:
+        step = LiveStep(index)
+        self.steps.append(step)
+        return step
+
+    def end_step(self, index: int, text: str, state: StepState) -> LiveStep:
+        step = self.step(index)
+        step.text, step.state = text, state
+        if state != "complete":
+            step.cards = []  # calls cut off mid-stream never ran
+        return step
+
+    def finish(
+        self, status: str, *, error: str = "", finish_reason: str | None = None, usage: dict[str, int] | None = None
+    ) -> None:
+        self.status, self.error, self.finish_reason, self.usage = status, error, finish_reason, usage
+
+    def interrupt(self, error: str) -> None:
+        """The worker died: whatever was streaming stays as it was, stopped."""
+        self.status, self.error = "interrupted", error
+        for step in self.steps:
+            if step.state == "streaming":
+                step.state = "stopped"
+
+    def streaming_texts(self) -> dict[int, str]:
+        return {step.index: step.text for step in self.steps if step.state == "streaming" and step.text}
+
+    # --- serialisation ------------------------------------------------------------------------
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, raw: str | bytes) -> LiveTurn:
+        data = json.loads(raw)
+        steps = [LiveStep(**step) for step in data.pop("steps", [])]
+        return cls(steps=steps, **data)
+
+    # --- storage and publishing ---------------------------------------------------------------
+    async def publish(
+        self, redis: Any, html: str | Callable[[LiveTurn], str], layer: Any = None, *, full: bool = False
+    ) -> None:
+        """The one way a turn's state changes for readers: next sequence number, state stored,
+        then the fragment sent. `html` may be a function of the state (for a fragment that
+        shows the sequence number itself, like a whole turn)."""
+        self.seq += 1
+        if callable(html):
+            html = html(self)
+        await self.store(redis)
+        await send_fragment(self.chat_id, self.id, self.seq, html, layer, full=full)
+
+    async def store(self, redis: Any) -> None:
+        await redis.set(key(self.id, "live"), self.to_json(), ex=LIVE_TTL_S)
+
+    @classmethod
+    async def aload(cls, redis: Any, turn_id: int) -> LiveTurn | None:
+        raw = await redis.get(key(turn_id, "live"))
+        return cls.from_json(raw) if raw else None
+
+    @classmethod
+    def load(cls, turn_id: int) -> LiveTurn | None:
+        raw = sync_client().get(key(turn_id, "live"))
+        return cls.from_json(raw) if raw else None  # type: ignore[arg-type]

@@ -8,6 +8,7 @@ from django.db import models
 from django.db.models import Q
 from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
+from django.utils import timezone
 
 from core.crypto import EncryptedTextField, mask
 
@@ -173,6 +174,37 @@ class Turn(models.Model):
     @property
     def is_active(self) -> bool:
         return self.status in self.ACTIVE
+
+    # --- status transitions -------------------------------------------------------------------
+    # Each is one conditional UPDATE (or a row lock), so of two processes racing for the same
+    # transition exactly one wins: a turn is claimed once and closed once.
+
+    @classmethod
+    def claim(cls, pk: int) -> Turn | None:
+        """queued → running, for the worker that will run it; None if it was not queued."""
+        if not cls.objects.filter(pk=pk, status=cls.Status.QUEUED).update(
+            status=cls.Status.RUNNING, started_at=timezone.now()
+        ):
+            return None
+        return cls.objects.select_related("chat", "chat__owner", "model").get(pk=pk)
+
+    @classmethod
+    def cancel_if_queued(cls, pk: int) -> bool:
+        """queued → cancelled (Stop before any worker took it)."""
+        return bool(cls.objects.filter(pk=pk, status=cls.Status.QUEUED).update(status=cls.Status.CANCELLED))
+
+    @classmethod
+    def lock_running(cls, pk: int) -> Turn | None:
+        """The turn, row-locked, if it is still running (call inside a transaction)."""
+        return cls.objects.select_for_update().filter(pk=pk, status=cls.Status.RUNNING).first()
+
+    def close(self, status: str, **fields: Any) -> None:
+        """running → a final status, with what the run produced (error, usage, notices…)."""
+        fields.setdefault("finished_at", timezone.now())
+        type(self).objects.filter(pk=self.pk).update(status=status, **fields)
+        self.status = status
+        for name, value in fields.items():
+            setattr(self, name, value)
 
 
 class Message(models.Model):

@@ -1,24 +1,30 @@
-"""View models for a turn: the plain dicts the partials render.
+"""Everything the chat shows of a turn, for the page and for the socket alike.
 
-A finished turn is built from the database, a running one from the worker's live state; both go
-through these functions and the same templates, so the page, a reconnect and the live stream show
-the same thing.
+View models (the plain dicts the partials render) are built from the database for a finished
+turn and from its `LiveTurn` for a running one; fragments (what the worker pushes) render the
+very same partials. The page, a reconnect and the live stream therefore show the same thing.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from functools import cache
 from typing import Any
 
+from django.template import Context, Template
+from django.template.loader import get_template
 from django.urls import reverse
 
 from toolsets.availability import DISABLED_BY_ADMIN
 from toolsets.base import humanize, split_qualified_name
 from toolsets.registry import get_toolset, resolve
 
-from . import summaries, usage
-from .rendering import fingerprint, render_text
+from . import dom, summaries, usage
+from .live import LiveTurn
+from .models import Message, Turn
+from .rendering import RenderedText, fingerprint, render_complete, render_text, tail_patch
 
 RESULT_DISPLAY_LIMIT = 20_000
 STATUS_LABELS = {
@@ -91,7 +97,7 @@ def card(
         summary = summaries.summarize_error(error) if error else "Stopped"
     connect_url, connect_label = _connect(name, error_type, error) if status == "error" else ("", "")
     return {
-        "dom_id": f"card-{turn_id}-{step}-{position}",
+        "dom_id": dom.card(turn_id, step, position),
         "name": name,
         "call_id": call_id,
         "display_name": display_name,
@@ -161,20 +167,21 @@ def turn(
     }
 
 
-def turn_from_live(state: dict[str, Any]) -> dict[str, Any]:
-    """The worker's live state (see chat.streaming.LiveTurn) → turn view."""
-    turn_id = state["id"]
-    steps = [step(turn_id, s["index"], text=s["text"], cards=s["cards"], state=s["state"]) for s in state["steps"]]
-    calls = [(s["index"], *s["usage"]) for s in state["steps"] if len(s.get("usage") or ()) == 2]
+def turn_from_live(live: LiveTurn) -> dict[str, Any]:
+    """A running turn's live state → turn view."""
+    steps = [step(live.id, s.index, text=s.text, cards=s.cards, state=s.state) for s in live.steps]
+    calls: list[tuple[int, int | None, int | None]] = [
+        (s.index, s.usage[0], s.usage[1]) for s in live.steps if s.usage and len(s.usage) == 2
+    ]
     return turn(
-        turn_id,
-        status=state["status"],
+        live.id,
+        status=live.status,
         steps=steps,
-        notices=state["notices"],
-        error=state["error"],
-        seq=state["seq"],
-        finish_reason=state.get("finish_reason"),
-        usage_view=usage.view(state.get("usage"), calls),
+        notices=live.notices,
+        error=live.error,
+        seq=live.seq,
+        finish_reason=live.finish_reason,
+        usage_view=usage.view(live.usage, calls),
     )
 
 
@@ -239,3 +246,115 @@ def card_from_execution(
         duration_ms=execution.duration_ms,
         execution_id=execution.pk,
     )
+
+
+# --- Turns for a page -------------------------------------------------------------------------
+
+
+def turn_views(turns: Sequence[Turn]) -> tuple[dict[int, dict[str, Any]], dict[int, Message]]:
+    """Turn views for many turns in a fixed number of queries (no per-turn lookups), and each
+    turn's user message. Running turns show their live state; nothing here changes a turn."""
+    from toolsets.models import ToolExecution
+
+    ids = [t.pk for t in turns]
+    messages: dict[int, list[Message]] = defaultdict(list)
+    asked: dict[int, Message] = {}
+    stale = []
+    roles = (Message.Role.USER, Message.Role.ASSISTANT)
+    for m in Message.objects.filter(turn_id__in=ids, role__in=roles).order_by("id"):
+        if m.role == Message.Role.USER:
+            asked.setdefault(m.turn_id, m)  # type: ignore[arg-type]
+            continue
+        messages[m.turn_id].append(m)  # type: ignore[index]
+        if m.html_key != fingerprint():
+            m.html, m.html_key = render_complete(m.content), fingerprint()
+            stale.append(m)
+    if stale:
+        # A cache of the rendered text, stored once so the next view renders no Markdown at all.
+        Message.objects.bulk_update(stale, ["html", "html_key"], batch_size=200)
+    executions: dict[int, list[Any]] = defaultdict(list)
+    for e in ToolExecution.objects.filter(turn_id__in=ids).defer("raw_arguments"):
+        executions[e.turn_id].append(e)  # type: ignore[index]
+    views = {}
+    for t in turns:
+        live = LiveTurn.load(t.pk) if t.is_active else None
+        views[t.pk] = turn_from_live(live) if live else turn_from_db(t, messages[t.pk], executions[t.pk])
+    return views, asked
+
+
+def stored_turn_view(turn_id: int) -> dict[str, Any] | None:
+    """One turn as the database has it (a finished turn, or one whose live state is gone)."""
+    found = Turn.objects.filter(pk=turn_id).first()
+    return turn_views([found])[0][found.pk] if found else None
+
+
+# --- Fragments: the same partials, pushed over the socket ------------------------------------------
+
+
+@cache
+def _template(name: str) -> Template:
+    return get_template(name).template  # type: ignore[no-any-return, attr-defined]
+
+
+def render(name: str, context: dict[str, Any]) -> str:
+    return _template(name).render(Context(context, autoescape=True))
+
+
+def turn_fragment(view: dict[str, Any]) -> str:
+    """The whole turn, replacing what the page has (a sync, or the end of an interrupted turn)."""
+    return render("chat/_turn.html", {"turn": view, "oob": True})
+
+
+def turn_state_fragment(live: LiveTurn) -> str:
+    return render("chat/_turn_state.html", {"turn": turn_from_live(live), "oob": True})
+
+
+def new_step_fragment(turn_id: int, index: int) -> str:
+    html = render("chat/_step.html", {"step": step(turn_id, index, text="", cards=[], state="streaming")})
+    return f'<div hx-swap-oob="beforeend:#{dom.steps(turn_id)}">{html}</div>'
+
+
+def new_card_fragment(turn_id: int, index: int, card_view: dict[str, Any]) -> str:
+    html = render("chat/_tool_card.html", {"card": card_view})
+    return f'<div hx-swap-oob="beforeend:#{dom.cards(turn_id, index)}">{html}</div>'
+
+
+def card_fragment(card_view: dict[str, Any]) -> str:
+    return render("chat/_tool_card.html", {"card": card_view, "oob": True})
+
+
+def cards_fragment(turn_id: int, index: int, cards: list[dict[str, Any]]) -> str:
+    return render("chat/_tool_cards.html", {"turn_id": turn_id, "step_index": index, "cards": cards, "oob": True})
+
+
+class StepText:
+    """One step's streamed text as the page has been sent it, and the fragments that bring the
+    page to the current text: finished Markdown blocks are appended once, rendered; the growing
+    last block is appended to or replaced as raw text."""
+
+    def __init__(self, turn_id: int, index: int) -> None:
+        self.turn_id, self.index = turn_id, index
+        self.blocks: list[str] = []  # rendered finished blocks, in order: stored with the message
+        self._tail: tuple[str, str] = ("", "")  # (tail, tail_html) last sent
+
+    @property
+    def html(self) -> str:
+        return "".join(self.blocks)
+
+    def fragments(self, text: str, *, complete: bool) -> tuple[str, bool]:
+        """(the fragments, whether a block finished)."""
+        rendered: RenderedText = render_text(text, complete=complete, already=len(self.blocks))
+        html = []
+        if rendered.blocks:
+            html.append(
+                f'<div hx-swap-oob="beforeend:#{dom.blocks(self.turn_id, self.index)}">{"".join(rendered.blocks)}</div>'
+            )
+        patch = tail_patch(*self._tail, rendered, complete=complete)
+        tail_id = dom.tail(self.turn_id, self.index)
+        if patch is not None and patch.replace:
+            html.append(f'<div id="{tail_id}" class="md-tail" hx-swap-oob="true">{patch.html}</div>')
+        elif patch is not None:
+            html.append(f'<div hx-swap-oob="beforeend:#{tail_id}">{patch.html}</div>')
+        self._tail = (rendered.tail, rendered.tail_html)
+        self.blocks.extend(rendered.blocks)
+        return "".join(html), bool(rendered.blocks)

@@ -1,34 +1,29 @@
-"""The worker's side of a turn: it hears the agent loop's events, persists them, keeps the live
-state in Redis and pushes HTML fragments to the chat's group.
+"""The worker's side of a turn: `TurnSink` hears the agent loop's events and hands each to its
+owner — the turn's state to its `LiveTurn` (which publishes), the HTML to the presenters, the
+writes to `turn_store` — and decides when: text is batched, everything else goes at once.
 
-Text is batched: deltas gather for a short window and go out as one fragment carrying only the
-new characters (finished markdown blocks go out rendered, once). Every other event flushes the
-pending text first, so the page sees events in the order they happened. Each fragment has a
-sequence number; the live state stored before it is published carries the same number, which is
-how a reconnecting page gets the exact state and then continues without gap or duplicate.
+Text deltas gather for a short window and go out as one fragment carrying only the new
+characters (finished Markdown blocks go out rendered, once). Every other event flushes the
+pending text first, so the page sees events in the order they happened. While a step streams,
+its text is also written to the database now and then (`CHECKPOINT_S`), so a killed worker
+loses at most the last seconds of an answer.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
-from functools import cache
 from typing import Any
-
-from django.template import Template
-from django.template.loader import get_template
-from django.utils import timezone
 
 from chat.agent.loop import Outcome
 from chat.agent.types import AssistantMessage, ToolCall, ToolResult
 from core.redact import redact
 
-from . import live, presenters, usage
-from .events import send_fragment
-from .models import Message, Turn
-from .rendering import fingerprint, render_text, tail_patch
+from . import presenters, turn_store
+from .live import LiveTurn
+from .models import Turn
+from .rendering import fingerprint
 from .worker_loop import db
 
 log = logging.getLogger(__name__)
@@ -37,17 +32,7 @@ PROGRESS_INTERVAL_S = 0.2
 # finishes), so a worker killed mid-answer loses at most the last few seconds of it, even if
 # Redis goes down with it.
 CHECKPOINT_S = 2.0
-
-
-@cache
-def template(name: str) -> Template:
-    return get_template(name).template  # type: ignore[no-any-return, attr-defined]
-
-
-def render(name: str, context: dict[str, Any]) -> str:
-    from django.template import Context
-
-    return template(name).render(Context(context, autoescape=True))
+FINAL_STATUS = {"completed": Turn.Status.COMPLETED, "cancelled": Turn.Status.CANCELLED, "failed": Turn.Status.FAILED}
 
 
 class TurnSink:
@@ -58,36 +43,24 @@ class TurnSink:
         self.redis = redis
         self.layer = layer
         self.window_s = window_ms / 1000
-        self.seq = 0
-        self.state: dict[str, Any] = {
-            "id": turn.pk,
-            "status": "running",
-            "seq": 0,
-            "steps": [],
-            "notices": list(turn.notices or []),
-            "error": "",
-        }
+        self.live = LiveTurn(turn.pk, turn.chat_id, notices=list(turn.notices or []))
+        self.first_token_at: float | None = None
+        self._texts: dict[int, presenters.StepText] = {}
         self._pending: list[str] = []
         self._dirty: set[int] = set()
-        self._tails: dict[int, tuple[str, str]] = {}  # step → (tail, tail_html) last pushed
-        # step → the finished blocks pushed so far, rendered; stored with the message at the end.
-        self._blocks: dict[int, list[str]] = {}
         self._flush_handle: asyncio.TimerHandle | None = None
         self._lock = asyncio.Lock()
-        self.first_token_at: float | None = None
         self._progress_sent: dict[tuple[int, int], float] = {}
         self._checkpointed: dict[int, str] = {}  # step → the text last written to the database
         self._checkpoint_at = time.monotonic()
         self._checkpoint_task: asyncio.Task[None] | None = None
         self._block_finished = False
 
-    # --- helpers ---------------------------------------------------------------------------
-    def _step(self, index: int) -> dict[str, Any]:
-        for step in reversed(self.state["steps"]):
-            if step["index"] == index:
-                return step  # type: ignore[no-any-return]
-        raise KeyError(index)
+    @property
+    def seq(self) -> int:
+        return self.live.seq
 
+    # --- pushing ------------------------------------------------------------------------------
     def _schedule_flush(self) -> None:
         if self._flush_handle is None:
             loop = asyncio.get_running_loop()
@@ -102,22 +75,9 @@ class TurnSink:
             log.exception("Pushing fragments of turn %s failed", self.turn_id)
 
     def _text_fragments(self, index: int, *, complete: bool) -> str:
-        step = self._step(index)
-        blocks = self._blocks.setdefault(index, [])
-        rendered = render_text(step["text"], complete=complete, already=len(blocks))
-        prefix = f"{self.turn_id}-{index}"
-        html = []
-        if rendered.blocks:
-            html.append(f'<div hx-swap-oob="beforeend:#blocks-{prefix}">{"".join(rendered.blocks)}</div>')
-        patch = tail_patch(*self._tails.get(index, ("", "")), rendered, complete=complete)
-        if patch is not None and patch.replace:
-            html.append(f'<div id="tail-{prefix}" class="md-tail" hx-swap-oob="true">{patch.html}</div>')
-        elif patch is not None:
-            html.append(f'<div hx-swap-oob="beforeend:#tail-{prefix}">{patch.html}</div>')
-        self._tails[index] = (rendered.tail, rendered.tail_html)
-        blocks.extend(rendered.blocks)
-        self._block_finished = self._block_finished or bool(rendered.blocks)
-        return "".join(html)
+        html, finished = self._texts[index].fragments(self.live.step(index).text, complete=complete)
+        self._block_finished = self._block_finished or finished
+        return html
 
     async def flush(self, extra: str = "") -> None:
         async with self._lock:
@@ -133,15 +93,10 @@ class TurnSink:
             html = "".join(parts)
             if not html:
                 return
-            self.seq += 1
-            self.state["seq"] = self.seq
-            # State first, then the fragment: a page that syncs between the two gets this seq
-            # in the state and drops the fragment as a duplicate.
-            await self.redis.set(live.key(self.turn_id, "live"), json.dumps(self.state), ex=live.LIVE_TTL_S)
-            await send_fragment(self.chat_id, self.turn_id, self.seq, html, self.layer)
+            await self.live.publish(self.redis, html, self.layer)
             self._maybe_checkpoint()
 
-    # --- durable text ------------------------------------------------------------------------
+    # --- durable text -------------------------------------------------------------------------
     def _maybe_checkpoint(self) -> None:
         """Writes streaming steps' text to the database in the background when a block finished
         or CHECKPOINT_S passed; one write at a time, never on the fragment's path."""
@@ -150,11 +105,7 @@ class TurnSink:
         if not self._block_finished and time.monotonic() - self._checkpoint_at < CHECKPOINT_S:
             return
         self._block_finished = False
-        pending = {
-            s["index"]: s["text"]
-            for s in self.state["steps"]
-            if s["state"] == "streaming" and s["text"] and self._checkpointed.get(s["index"]) != s["text"]
-        }
+        pending = {i: text for i, text in self.live.streaming_texts().items() if self._checkpointed.get(i) != text}
         if not pending:
             return
         self._checkpoint_at = time.monotonic()
@@ -163,7 +114,7 @@ class TurnSink:
 
     async def _checkpoint(self, texts: dict[int, str]) -> None:
         try:
-            await _checkpoint_text(self.chat_id, self.turn_id, texts)
+            await db(turn_store.checkpoint)(self.chat_id, self.turn_id, texts)
         except Exception:  # the live state still has the text; the next checkpoint tries again
             log.exception("Saving the partial answer of turn %s failed", self.turn_id)
             for index in texts:
@@ -174,69 +125,45 @@ class TurnSink:
         if self._checkpoint_task is not None:
             await asyncio.gather(self._checkpoint_task, return_exceptions=True)
 
-    def _turn_state_html(self) -> str:
-        view = presenters.turn_from_live(self.state)
-        return render("chat/_turn_state.html", {"turn": view, "oob": True})
-
-    # --- EventSink ---------------------------------------------------------------------------
+    # --- EventSink ----------------------------------------------------------------------------
     async def started(self) -> None:
         """The worker has claimed the turn: open tabs stop showing it as waiting for one."""
-        await self.flush(self._turn_state_html())
+        await self.flush(presenters.turn_state_fragment(self.live))
 
     async def step_started(self, step: int) -> None:
-        self.state["steps"].append({"index": step, "text": "", "cards": [], "state": "streaming"})
-        view = presenters.step(self.turn_id, step, text="", cards=[], state="streaming")
-        html = render("chat/_step.html", {"step": view})
-        await self.flush(f'<div hx-swap-oob="beforeend:#steps-{self.turn_id}">{html}</div>')
+        self.live.start_step(step)
+        self._texts[step] = presenters.StepText(self.turn_id, step)
+        await self.flush(presenters.new_step_fragment(self.turn_id, step))
 
     async def text(self, step: int, delta: str) -> None:
         if self.first_token_at is None:
             self.first_token_at = time.time()
-        self._step(step)["text"] += delta
+        self.live.step(step).text += delta
         self._dirty.add(step)
         self._schedule_flush()
 
     async def tool_call_opened(self, step: int, position: int, call_id: str, name: str) -> None:
         card = presenters.card(self.turn_id, step, position, name=name, call_id=call_id, status="pending")
-        self._step(step)["cards"].append(card)
-        html = render("chat/_tool_card.html", {"card": card})
-        await self.flush(f'<div hx-swap-oob="beforeend:#cards-{self.turn_id}-{step}">{html}</div>')
+        self.live.step(step).cards.append(card)
+        await self.flush(presenters.new_card_fragment(self.turn_id, step, card))
 
     async def assistant_message(self, step: int, message: AssistantMessage, status: str) -> None:
-        state = self._step(step)
-        state["text"] = message.content
-        state["state"] = {"complete": "complete", "stopped": "stopped", "failed": "failed"}[status]
-        if status != "complete":
-            state["cards"] = []  # calls cut off mid-stream never ran
+        live_step = self.live.end_step(step, message.content, "complete" if status == "complete" else status)  # type: ignore[arg-type]
         # The last words go out before the database write: the reader should not wait on it.
         self._dirty.discard(step)
         html = self._text_fragments(step, complete=True)
         if status != "complete":
-            html += self._cards_html(step)
+            html += presenters.cards_fragment(self.turn_id, step, live_step.cards)
         await self.flush(html)
         await self._checkpoint_done()
-        state["usage"] = [message.usage.prompt_tokens, message.usage.completion_tokens]
+        live_step.usage = [message.usage.prompt_tokens, message.usage.completion_tokens]
         if message.content or message.tool_calls or status == "complete" or step in self._checkpointed:
             # Every block was rendered for the stream already: stored, a page view need not
             # render them again.
-            await _save_assistant(
-                chat_id=self.chat_id,
-                turn_id=self.turn_id,
-                step=step,
-                content=message.content,
-                tool_calls=[c.to_openai() for c in message.tool_calls] or None,
-                metadata={status: True} if status != "complete" else {},
-                html="".join(self._blocks.get(step, [])),
-                html_key=fingerprint(),
-                **usage.message_fields(message),
+            await db(turn_store.save_assistant)(
+                self.chat_id, self.turn_id, step, message, status, html=self._texts[step].html, html_key=fingerprint()
             )
-        await db(usage.record_call)(self.turn_id, message.usage)
-
-    def _cards_html(self, step: int) -> str:
-        cards = self._step(step)["cards"]
-        return render(
-            "chat/_tool_cards.html", {"turn_id": self.turn_id, "step_index": step, "cards": cards, "oob": True}
-        )
+        await db(turn_store.record_usage)(self.turn_id, message)
 
     async def tools_started(self, step: int, calls: list[ToolCall]) -> None:
         cards = [
@@ -251,8 +178,8 @@ class TurnSink:
             )
             for position, call in enumerate(calls)
         ]
-        self._step(step)["cards"] = cards
-        await self.flush(self._cards_html(step))
+        self.live.step(step).cards = cards
+        await self.flush(presenters.cards_fragment(self.turn_id, step, cards))
 
     async def tool_finished(self, step: int, position: int, call: ToolCall, result: ToolResult) -> None:
         data = result.data
@@ -271,14 +198,14 @@ class TurnSink:
             duration_ms=data.get("duration_ms"),
             execution_id=data.get("execution_id"),
         )
-        self._step(step)["cards"][position] = card
+        self.live.step(step).cards[position] = card
         self._progress_sent.pop((step, position), None)
-        await _save_tool_message(self.chat_id, self.turn_id, step, position, call.id, result)
-        await self.flush(render("chat/_tool_card.html", {"card": card, "oob": True}))
+        await db(turn_store.save_tool_result)(self.chat_id, self.turn_id, step, position, call.id, result)
+        await self.flush(presenters.card_fragment(card))
 
     async def tool_progress(self, step: int, position: int, text: str, percent: float | None) -> None:
         """A running tool's report; pushed at most every PROGRESS_INTERVAL_S per card."""
-        cards = self._step(step)["cards"]
+        cards = self.live.step(step).cards
         if position >= len(cards) or cards[position]["status"] != "calling":
             return  # the tool already finished; a late report must not undo that
         now = time.monotonic()
@@ -298,102 +225,30 @@ class TurnSink:
             progress_percent=percent,
         )
         cards[position] = card
-        await self.flush(render("chat/_tool_card.html", {"card": card, "oob": True}))
+        await self.flush(presenters.card_fragment(card))
 
     async def system_message(self, step: int, content: str) -> None:
-        await _save_message(
-            chat_id=self.chat_id,
-            turn_id=self.turn_id,
-            step=step,
-            role=Message.Role.SYSTEM,
-            content=content,
-            tool_calls=None,
-            metadata={},
-        )
+        await db(turn_store.save_system)(self.chat_id, self.turn_id, step, content)
 
     async def notice(self, kind: str, text: str) -> None:
-        self.state["notices"].append(redact(text))
-        await self.flush(self._turn_state_html())
+        self.live.notices.append(redact(text))
+        await self.flush(presenters.turn_state_fragment(self.live))
 
     async def finish(self, outcome: Outcome) -> None:
-        status = {"completed": Turn.Status.COMPLETED, "cancelled": Turn.Status.CANCELLED, "failed": Turn.Status.FAILED}[
-            outcome.status
-        ]
+        status = FINAL_STATUS[outcome.status]
         # Provider errors can quote a credential back: redacted before the database, Redis or a page.
         error = redact(outcome.error)
-        self.state["status"] = str(status)
-        self.state["error"] = error
-        self.state["finish_reason"] = outcome.finish_reason
-        self.state["usage"] = {
-            "prompt_tokens": outcome.usage.prompt_tokens,
-            "completion_tokens": outcome.usage.completion_tokens,
-        }
+        tokens = {"prompt_tokens": outcome.usage.prompt_tokens, "completion_tokens": outcome.usage.completion_tokens}
+        self.live.finish(str(status), error=error, finish_reason=outcome.finish_reason, usage=tokens)
         await self._checkpoint_done()
-        await _finish_turn(
-            self.turn_id,
-            status=status,
-            outcome=outcome,
+        await db(turn_store.finish)(
+            self.turn,
+            status,
+            iterations=outcome.iterations,
             error=error,
-            notices=self.state["notices"],
+            error_kind=outcome.error_kind,
+            notices=self.live.notices,
             first_token_at=self.first_token_at,
+            **tokens,
         )
-        await self.flush(self._turn_state_html())
-
-
-@db
-def _save_message(**fields: Any) -> None:
-    Message.objects.create(**fields)
-
-
-@db
-def _save_assistant(*, turn_id: int, step: int, **fields: Any) -> None:
-    """A step's final assistant message; it replaces the step's checkpoint if there is one."""
-    Message.objects.update_or_create(turn_id=turn_id, step=step, role=Message.Role.ASSISTANT, defaults=fields)
-
-
-@db
-def _checkpoint_text(chat_id: int, turn_id: int, texts: dict[int, str]) -> None:
-    for step, text in texts.items():
-        Message.objects.update_or_create(
-            turn_id=turn_id,
-            step=step,
-            role=Message.Role.ASSISTANT,
-            defaults={"chat_id": chat_id, "content": text, "metadata": {"streaming": True}},
-        )
-
-
-@db
-def _save_tool_message(chat_id: int, turn_id: int, step: int, position: int, call_id: str, result: ToolResult) -> None:
-    from toolsets.models import ToolExecution
-
-    Message.objects.create(
-        chat_id=chat_id,
-        turn_id=turn_id,
-        step=step,
-        role=Message.Role.TOOL,
-        tool_call_id=call_id,
-        content=result.content,
-        metadata={"error": True} if result.is_error else {},
-    )
-    if result.cancelled:
-        ToolExecution.objects.filter(turn_id=turn_id, step=step, position=position, status="running").update(
-            status="cancelled", error="Cancelled by the user", error_type="cancelled", finished_at=timezone.now()
-        )
-
-
-@db
-def _finish_turn(
-    turn_id: int, *, status: str, outcome: Outcome, error: str, notices: list[str], first_token_at: float | None
-) -> None:
-    from datetime import UTC, datetime
-
-    Turn.objects.filter(pk=turn_id).update(
-        status=status,
-        iterations=outcome.iterations,
-        error=error,
-        error_kind=outcome.error_kind,
-        notices=notices,
-        usage={"prompt_tokens": outcome.usage.prompt_tokens, "completion_tokens": outcome.usage.completion_tokens},
-        finished_at=timezone.now(),
-        first_token_at=datetime.fromtimestamp(first_token_at, UTC) if first_token_at else None,
-    )
+        await self.flush(presenters.turn_state_fragment(self.live))

@@ -19,14 +19,24 @@ from toolsets.registry import all_toolsets
 TOOL_CALL_ID_LENGTH = 200
 
 
+ProgressCallback = Callable[[int, int, str, float | None], Awaitable[None]]
+
+
 class ChatToolBox:
-    def __init__(self, *, user_id: int, turn_id: int, selection: dict[str, list[str]]) -> None:
+    def __init__(
+        self,
+        *,
+        user_id: int,
+        turn_id: int,
+        selection: dict[str, list[str]],
+        on_progress: ProgressCallback | None = None,
+    ) -> None:
         self.user_id = user_id
         self.turn_id = turn_id
         self.selection = selection or {}
         self._specs: list[dict[str, Any]] = []
-        # Set by the turn runner: where a tool's progress reports go (step, position, text, %).
-        self.on_progress: Callable[[int, int, str, float | None], Awaitable[None]] | None = None
+        # Where a tool's progress reports go: (step, position, text, percent).
+        self.on_progress = on_progress
         # Selected toolsets that are not usable right now, as "Name (reason)".
         self.skipped: list[str] = []
 

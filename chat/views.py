@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Sequence
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
@@ -14,9 +12,8 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from core.http import AuthedRequest
-from toolsets.models import ToolExecution
 
-from . import forms, live, presenters, rendering
+from . import dom, forms, live, presenters
 from . import selection as sel
 from .models import AppSettings, Chat, LLMModel, Message, Turn, UserChatDefaults
 from .prompts import CONTINUE_PROMPT
@@ -37,38 +34,6 @@ def _sidebar_chats(request: AuthedRequest) -> Any:
     return Chat.objects.filter(owner=request.user).only("id", "title", "updated_at")[:100]
 
 
-def build_turn_views(turns: Sequence[Turn]) -> tuple[dict[int, dict[str, Any]], dict[int, Message]]:
-    """Turn views for many turns in a fixed number of queries (no per-turn lookups), and each
-    turn's user message."""
-    ids = [t.pk for t in turns]
-    messages: dict[int, list[Message]] = defaultdict(list)
-    asked: dict[int, Message] = {}
-    stale = []
-    roles = (Message.Role.USER, Message.Role.ASSISTANT)
-    for m in Message.objects.filter(turn_id__in=ids, role__in=roles).order_by("id"):
-        if m.role == Message.Role.USER:
-            asked.setdefault(m.turn_id, m)  # type: ignore[arg-type]
-            continue
-        messages[m.turn_id].append(m)  # type: ignore[index]
-        if m.html_key != rendering.fingerprint():
-            m.html, m.html_key = rendering.render_complete(m.content), rendering.fingerprint()
-            stale.append(m)
-    if stale:
-        # Stored once, so the next view of this chat renders no Markdown at all.
-        Message.objects.bulk_update(stale, ["html", "html_key"], batch_size=200)
-    executions: dict[int, list[ToolExecution]] = defaultdict(list)
-    for e in ToolExecution.objects.filter(turn_id__in=ids).defer("raw_arguments"):
-        executions[e.turn_id].append(e)  # type: ignore[index]
-    views = {}
-    for turn in turns:
-        state = live.read_state(turn.pk) if turn.is_active else None
-        if state is not None:
-            views[turn.pk] = presenters.turn_from_live(state)
-        else:
-            views[turn.pk] = presenters.turn_from_db(turn, messages[turn.pk], executions[turn.pk])
-    return views, asked
-
-
 def _exchanges(chat: Chat, before: int | None = None) -> tuple[list[dict[str, Any]], int | None]:
     """The last PAGE_TURNS exchanges (before turn `before`, if given), and the id to ask for the
     ones before them with, or None when there are none."""
@@ -78,7 +43,7 @@ def _exchanges(chat: Chat, before: int | None = None) -> tuple[list[dict[str, An
     turns = list(newest_first[: PAGE_TURNS + 1])
     earlier = turns[PAGE_TURNS - 1].pk if len(turns) > PAGE_TURNS else None
     turns = turns[:PAGE_TURNS][::-1]
-    views, asked = build_turn_views(turns)
+    views, asked = presenters.turn_views(turns)
     # Only the chat's latest answer can be continued (continue_answer checks it too).
     latest = turns[-1].pk if turns and before is None else None
     for turn in turns:
@@ -224,7 +189,7 @@ def continue_answer(request: AuthedRequest, turn_id: int) -> HttpResponse:
     view = presenters.turn(new_turn.pk, status=new_turn.status, steps=[])
     html = render_to_string("chat/_exchange.html", {"exchange": {"user_message": message, "turn": view}}, request)
     # The button under the answer that was continued goes away.
-    cleared = f'<div class="turn-continue" id="continue-{turn.pk}" hx-swap-oob="true"></div>'
+    cleared = f'<div class="turn-continue" id="{dom.continue_box(turn.pk)}" hx-swap-oob="true"></div>'
     return HttpResponse(html + cleared)
 
 
@@ -234,7 +199,7 @@ def stop(request: AuthedRequest, chat_id: int) -> HttpResponse:
     chat = _get_chat_for_user(request, chat_id)
     for turn in chat.turns.filter(status__in=Turn.ACTIVE):
         # A queued turn has no worker to tell: close it here. A running one stops itself.
-        if Turn.objects.filter(pk=turn.pk, status=Turn.Status.QUEUED).update(status=Turn.Status.CANCELLED):
+        if Turn.cancel_if_queued(turn.pk):
             continue
         live.request_cancel(turn.pk)
     return HttpResponse(status=204)

@@ -15,9 +15,11 @@ app.autodiscover_tasks()
 @worker_ready.connect
 def _start_turn_loop(**_: object) -> None:
     """Starts the process's turn loop and warms LiteLLM up in it, before the first turn arrives."""
-    from chat import reaper, worker_loop
+    from chat import demo, reaper, worker_loop
     from chat.agent.llm import warm_up
 
+    # The offline demo model is a LiteLLM custom provider: every process that runs turns has it.
+    demo.register()
     loop = worker_loop.get()
     loop.run(warm_up())
     # Every worker looks for turns whose worker died (one of them per round does the work).

@@ -28,6 +28,14 @@ def redis_server() -> Iterator[str]:
     embedded_redis.stop(process)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def demo_provider() -> None:
+    """The offline demo model, registered as a worker process registers it at start-up."""
+    from chat import demo
+
+    demo.register()
+
+
 @pytest.fixture(autouse=True)
 def _clean_redis(redis_server: str) -> None:
     # Database ids restart between tests, so a turn's live state from an earlier test could be

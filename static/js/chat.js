@@ -14,8 +14,11 @@
   var lastHeard = {}; // turn id → when a fragment of it last arrived
   var STALL_MS = 8000;
   var SEQ = /^<!--seq (\d+) (\d+)( full)?-->/;
-  // Turn states are found by their ids (turn-state-<id>).
-  var ACTIVE_STATES = '[id^="turn-state-"][data-turn-status="running"], [id^="turn-state-"][data-turn-status="queued"]';
+  // DOM id prefixes, defined once on the server (chat/dom.py) and handed over on <body>.
+  var TURN = document.body.dataset.domTurn || "turn-";
+  var TURN_STATE = document.body.dataset.domTurnState || "turn-state-";
+  // Turn states are found by their ids: model output can carry no id, so it cannot pose as one.
+  var ACTIVE_STATES = '[id^="' + TURN_STATE + '"][data-turn-status="running"], [id^="' + TURN_STATE + '"][data-turn-status="queued"]';
 
   // Reconnect quickly after a dropped socket (the default backs off up to a minute); the sync
   // on connect makes a reconnect exact, so there is no reason to wait.
@@ -234,7 +237,7 @@
   document.addEventListener("htmx:wsBeforeMessage", function (e) {
     var m = SEQ.exec(e.detail.message || "");
     if (!m) return;
-    var turn = byId("turn-" + m[1]);
+    var turn = byId(TURN + m[1]);
     var seq = parseInt(m[2], 10);
     if (!turn) { e.preventDefault(); return; }
     var seen = parseInt(turn.dataset.seq || "0", 10);
@@ -289,8 +292,8 @@
     if (!socket) return;
     var now = Date.now();
     document.querySelectorAll(ACTIVE_STATES).forEach(function (state) {
-      var id = state.id.slice("turn-state-".length);
-      if (!byId("turn-" + id)) return;
+      var id = state.id.slice(TURN_STATE.length);
+      if (!byId(TURN + id)) return;
       if (lastHeard[id] === undefined) { lastHeard[id] = now; return; }
       if (now - lastHeard[id] > STALL_MS) { lastHeard[id] = now; requestSync(id); }
     });

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -72,15 +71,8 @@ async def test_foreign_origin_is_refused(user: Any) -> None:
 async def test_connect_mid_turn_sends_exact_live_state(user: Any) -> None:
     chat = await Chat.objects.acreate(owner=user)
     turn = await Turn.objects.acreate(chat=chat, status=Turn.Status.RUNNING)
-    state = {
-        "id": turn.pk,
-        "status": "running",
-        "seq": 7,
-        "notices": [],
-        "error": "",
-        "steps": [{"index": 0, "text": "First paragraph.\n\nSecond is stre", "cards": [], "state": "streaming"}],
-    }
-    await live.async_client().set(live.key(turn.pk, "live"), json.dumps(state))
+    state = live.LiveTurn(turn.pk, chat.pk, seq=7, steps=[live.LiveStep(0, text="First paragraph.\n\nSecond is stre")])
+    await state.store(live.async_client())
     comm = communicator(chat.pk, await _cookie(user))
     await comm.connect()
     message = await comm.receive_from(timeout=3)

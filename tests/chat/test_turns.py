@@ -18,15 +18,8 @@ from toolsets.models import ToolExecution
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def live_state(turn: Turn, text: str) -> dict[str, Any]:
-    return {
-        "id": turn.pk,
-        "status": "running",
-        "seq": 4,
-        "notices": [],
-        "error": "",
-        "steps": [{"index": 0, "text": text, "cards": [], "state": "streaming"}],
-    }
+def live_state(turn: Turn, text: str) -> str:
+    return live.LiveTurn(turn.pk, turn.chat_id, seq=4, steps=[live.LiveStep(0, text=text)]).to_json()
 
 
 def test_redelivered_turn_of_a_dead_worker_is_interrupted_not_rerun(user: Any, demo_model: Any) -> None:
@@ -60,7 +53,7 @@ def test_redelivered_turn_of_a_dead_worker_is_interrupted_not_rerun(user: Any, d
     )
     # …and the text it had streamed of the next step; its heartbeat has expired.
     client = redis.from_url(settings.REDIS_URL)
-    client.set(live.key(turn.pk, "live"), json.dumps(live_state(turn, "Once upon a")))
+    client.set(live.key(turn.pk, "live"), live_state(turn, "Once upon a"))
 
     asyncio.run(run_turn(turn.pk))
 
@@ -79,7 +72,7 @@ def test_interrupted_turn_keeps_streamed_text(user: Any, demo_model: Any) -> Non
     chat = Chat.objects.create(owner=user, model=demo_model)
     turn = Turn.objects.create(chat=chat, model=demo_model, status=Turn.Status.RUNNING)
     Message.objects.create(chat=chat, turn=turn, role="user", content="Tell me a story")
-    redis.from_url(settings.REDIS_URL).set(live.key(turn.pk, "live"), json.dumps(live_state(turn, "Once upon")))
+    redis.from_url(settings.REDIS_URL).set(live.key(turn.pk, "live"), live_state(turn, "Once upon"))
     asyncio.run(run_turn(turn.pk))
     kept = Message.objects.get(turn=turn, role="assistant")
     assert kept.content == "Once upon" and kept.metadata == {"stopped": True}

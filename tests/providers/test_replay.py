@@ -22,9 +22,10 @@ from chat.agent.loop import LIMIT_MESSAGE
 from chat.agent.transcript import canonical
 from chat.agent.types import transcript_name
 from chat.models import Chat, Message, TokenUsage, Turn
+from chat.presenters import turn_views
 from chat.prompts import CONTINUE_PROMPT
-from chat.turns import _transcript, run_turn
-from chat.views import build_turn_views
+from chat.turn_store import transcript
+from chat.turns import run_turn
 from toolsets.models import ToolExecution
 
 from .checks import check_anthropic, check_gemini, check_openai, check_stored
@@ -111,13 +112,13 @@ def test_stream_shape(shape: Shape, replay: ReplayServer, provider_model: Any, u
         assert answers[-1].finish_reason == shape.finish_reason
 
     # After a reload, every card finds its own execution (by place, not by provider id).
-    views, _ = build_turn_views([turn])
+    views, _ = turn_views([turn])
     cards = [card for step in views[turn.pk]["steps"] for card in step["cards"]]
     assert [c["status"] for c in cards] == [o.split(":")[0] for o in shape.outcomes]
 
     # The stored conversation, as the next turn would send it, is valid for OpenAI, Anthropic
     # and Gemini.
-    stored_transcript = _transcript(turn.chat_id)
+    stored_transcript = transcript(turn.chat_id)
     check_stored(stored_transcript)
     replayed = [*canonical(stored_transcript), {"role": "user", "content": "And now?"}]
     check_openai(replayed)
@@ -164,7 +165,7 @@ def test_duplicate_ids_are_unique_in_the_transcript_and_cards_match_their_runs(
     turn = run(start_turn(user, provider_model))
     ids = [c["id"] for m in replay.requests[-1].messages if m["role"] == "assistant" for c in m.get("tool_calls") or []]
     assert ids[0] == "call_1" and len(set(ids)) == 3  # the provider's id kept where it is unique
-    views, _ = build_turn_views([turn])
+    views, _ = turn_views([turn])
     cards = [c for s in views[turn.pk]["steps"] for c in s["cards"]]
     assert all(c["status"] == "success" for c in cards)
     # Two calls that shared an id show their own results, not one result twice.
@@ -217,11 +218,13 @@ def test_rate_limit_asking_for_too_long_a_wait_fails_at_once(
 
 
 def test_length_offers_continue_which_carries_the_answer_on(
-    replay: ReplayServer, provider_model: Any, user: Any, other_user: Any
+    replay: ReplayServer, provider_model: Any, user: Any, other_user: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # This test runs the continued turn itself: a worker of the session's stack must not take it.
+    monkeypatch.setattr("chat.views.run_turn.delay", lambda turn_id: None)
     replay.play(answer("The first half of a long", reason="length"))
     turn = run(start_turn(user, provider_model))
-    views, _ = build_turn_views([turn])
+    views, _ = turn_views([turn])
     assert views[turn.pk]["can_continue"]
 
     stranger = Client()

@@ -1,0 +1,179 @@
+"""Every database write of a running turn, in one place: claim, the transcript it starts from,
+its messages and tool results as they happen, checkpoints of the text being streamed, and its
+end (finished, or interrupted because its worker died).
+
+Plain blocking functions: the worker calls them through its thread pool (`worker_loop.db`).
+Status transitions themselves are `Turn` methods.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from chat.agent.types import AssistantMessage, ToolResult
+from toolsets.models import ToolExecution
+
+from . import usage
+from .live import LiveTurn
+from .models import Message, Turn
+
+INTERRUPTED_ERROR = (
+    "This answer was interrupted because the worker running it stopped. Send your message again to retry."
+)
+
+
+def claim(turn_id: int) -> Turn | None:
+    return Turn.claim(turn_id)
+
+
+def find(turn_id: int) -> Turn | None:
+    return Turn.objects.filter(pk=turn_id).select_related("chat").first()
+
+
+def transcript(chat_id: int) -> list[dict[str, Any]]:
+    """The stored conversation in provider shape. System messages belonged to their own turn
+    (e.g. the tool-limit instruction) and are not replayed."""
+    rows = Message.objects.filter(chat_id=chat_id).exclude(role=Message.Role.SYSTEM).order_by("id")
+    return [m.to_openai() for m in rows]
+
+
+def save_assistant(
+    chat_id: int, turn_id: int, step: int, message: AssistantMessage, status: str, *, html: str, html_key: str
+) -> None:
+    """A model call's final message (it replaces the step's checkpoint, if one was written),
+    and its tokens added to the user's total."""
+    Message.objects.update_or_create(
+        turn_id=turn_id,
+        step=step,
+        role=Message.Role.ASSISTANT,
+        defaults={
+            "chat_id": chat_id,
+            "content": message.content,
+            "tool_calls": [c.to_openai() for c in message.tool_calls] or None,
+            "metadata": {status: True} if status != "complete" else {},
+            "html": html,
+            "html_key": html_key,
+            **usage.message_fields(message),
+        },
+    )
+
+
+def record_usage(turn_id: int, message: AssistantMessage) -> None:
+    usage.record_call(turn_id, message.usage)
+
+
+def checkpoint(chat_id: int, turn_id: int, texts: dict[int, str]) -> None:
+    """The text streamed so far of each step still streaming: what survives a killed worker."""
+    for step, text in texts.items():
+        Message.objects.update_or_create(
+            turn_id=turn_id,
+            step=step,
+            role=Message.Role.ASSISTANT,
+            defaults={"chat_id": chat_id, "content": text, "metadata": {"streaming": True}},
+        )
+
+
+def save_system(chat_id: int, turn_id: int, step: int, content: str) -> None:
+    Message.objects.create(chat_id=chat_id, turn_id=turn_id, step=step, role=Message.Role.SYSTEM, content=content)
+
+
+def save_tool_result(chat_id: int, turn_id: int, step: int, position: int, call_id: str, result: ToolResult) -> None:
+    Message.objects.create(
+        chat_id=chat_id,
+        turn_id=turn_id,
+        step=step,
+        role=Message.Role.TOOL,
+        tool_call_id=call_id,
+        content=result.content,
+        metadata={"error": True} if result.is_error else {},
+    )
+    if result.cancelled:
+        ToolExecution.objects.filter(turn_id=turn_id, step=step, position=position, status="running").update(
+            status="cancelled", error="Cancelled by the user", error_type="cancelled", finished_at=timezone.now()
+        )
+
+
+def finish(
+    turn: Turn,
+    status: str,
+    *,
+    iterations: int,
+    error: str,
+    error_kind: str,
+    notices: list[str],
+    prompt_tokens: int,
+    completion_tokens: int,
+    first_token_at: float | None,
+) -> None:
+    turn.close(
+        status,
+        iterations=iterations,
+        error=error,
+        error_kind=error_kind,
+        notices=notices,
+        usage={"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens},
+        first_token_at=datetime.fromtimestamp(first_token_at, UTC) if first_token_at else None,
+    )
+
+
+def close_interrupted(turn_id: int, live: LiveTurn | None) -> bool:
+    """Closes a turn whose worker died, keeping what it had streamed (from Redis's live state,
+    or the database checkpoints when that is gone) and giving every stored tool call a result so
+    the transcript stays valid for a provider. False if the turn was not running any more (the
+    reaper and a redelivered task may both try; one wins)."""
+    with transaction.atomic():
+        turn = Turn.lock_running(turn_id)
+        if turn is None:
+            return False
+        _keep_streamed_text(turn, live)
+        _answer_open_calls(turn)
+        ToolExecution.objects.filter(turn=turn, status="running").update(
+            status="error", error="Interrupted", error_type="execution_error", finished_at=timezone.now()
+        )
+        turn.close(Turn.Status.INTERRUPTED, error=INTERRUPTED_ERROR, error_kind="interrupted")
+    return True
+
+
+def _keep_streamed_text(turn: Turn, live: LiveTurn | None) -> None:
+    saved = {m.step: m for m in Message.objects.filter(turn=turn, role=Message.Role.ASSISTANT)}
+    for step in live.steps if live else []:
+        message = saved.get(step.index)
+        if message is None and step.text:
+            Message.objects.create(
+                chat_id=turn.chat_id,
+                turn=turn,
+                step=step.index,
+                role=Message.Role.ASSISTANT,
+                content=step.text,
+                metadata={"stopped": True},
+            )
+        elif (
+            message is not None and (message.metadata or {}).get("streaming") and len(step.text) > len(message.content)
+        ):
+            # Redis had seen more of the answer than the last checkpoint did.
+            message.content = step.text
+            message.save(update_fields=["content"])
+    # A checkpoint of a running answer becomes what the reader sees of it: a stopped answer.
+    for message in saved.values():
+        if (message.metadata or {}).get("streaming"):
+            Message.objects.filter(pk=message.pk).update(metadata={"stopped": True})
+
+
+def _answer_open_calls(turn: Turn) -> None:
+    answered = set(Message.objects.filter(turn=turn, role=Message.Role.TOOL).values_list("tool_call_id", flat=True))
+    for message in Message.objects.filter(turn=turn, role=Message.Role.ASSISTANT, tool_calls__isnull=False):
+        for call in message.tool_calls or []:
+            if call.get("id") not in answered:
+                Message.objects.create(
+                    chat_id=turn.chat_id,
+                    turn=turn,
+                    step=message.step,
+                    role=Message.Role.TOOL,
+                    tool_call_id=call.get("id", ""),
+                    content="Error: interrupted before this tool finished.",
+                    metadata={"error": True},
+                )
