@@ -6,14 +6,15 @@ like one that does not exist.
 
 from __future__ import annotations
 
-from datetime import date, datetime, timedelta
+from datetime import date, timedelta
 from typing import Annotated, Any, Literal
 
 from django.db.models import Count, F, Q, QuerySet
 from django.utils import timezone
 
-from toolsets.base import ToolContext, ToolFailure, Toolset, plural, tool
+from toolsets.base import ToolContext, Toolset, plural, tool
 
+from . import records
 from .models import CalendarEvent, Email, Meeting, Project, SocialPost, Task
 from .sample_data import has_data
 
@@ -24,135 +25,8 @@ Platform = Literal["linkedin", "x", "mastodon", "bluesky"]
 MAX_TASKS = 200
 MAX_EMAILS = 100
 MAX_RANGE_DAYS = 92
-# What each platform accepts in one post.
-POST_LIMITS = {"linkedin": 3000, "x": 280, "mastodon": 500, "bluesky": 300}
+POST_LIMITS = records.POST_LIMITS
 POST_NAMES = dict(SocialPost.Platform.choices)
-
-
-# -- helpers -------------------------------------------------------------------------------------
-
-
-def _user_id(ctx: ToolContext) -> int:
-    if ctx.user_id is None:
-        raise ToolFailure("The workspace belongs to a signed-in user.", error_type="permission_denied")
-    return ctx.user_id
-
-
-def _iso(value: datetime | date | None) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, datetime):
-        return timezone.localtime(value).isoformat(timespec="seconds")
-    return value.isoformat()
-
-
-_RELATIVE_DAYS = {"today": 0, "yesterday": -1, "tomorrow": 1}
-
-
-def _parse_date(value: str, field: str) -> date:
-    text = value.strip().lower()
-    if text in _RELATIVE_DAYS:
-        return timezone.localdate() + timedelta(days=_RELATIVE_DAYS[text])
-    try:
-        return date.fromisoformat(text)
-    except ValueError:
-        raise ValueError(f"{field}: {value!r} is not a date; use YYYY-MM-DD, e.g. 2025-06-30.") from None
-
-
-def _day_start(day: date) -> datetime:
-    return timezone.make_aware(datetime.combine(day, datetime.min.time()))
-
-
-def _clean_name(name: str) -> str:
-    name = name.strip()
-    if not name:
-        raise ValueError("name: a task needs a name.")
-    if len(name) > 200:
-        raise ValueError("name: at most 200 characters.")
-    return name
-
-
-def _find_project(user_id: int, name: str) -> Project:
-    projects = Project.objects.filter(user_id=user_id)
-    found = projects.filter(name__iexact=name.strip()).first()
-    if found is None:
-        # "website" is clear enough when only one project matches it.
-        partial = list(projects.filter(name__icontains=name.strip())[:2])
-        found = partial[0] if len(partial) == 1 else None
-    if found is None:
-        names = ", ".join(projects.values_list("name", flat=True)) or "none yet"
-        raise ValueError(f"Unknown project {name!r}. Your projects: {names}.")
-    return found
-
-
-def _get_task(user_id: int, task_id: int) -> Task:
-    task = Task.objects.select_related("project").filter(user_id=user_id, pk=task_id).first()
-    if task is None:
-        raise ValueError(f"Task {task_id} not found. Use list_tasks to find task ids.")
-    return task
-
-
-def _task_dict(task: Task) -> dict[str, Any]:
-    return {
-        "id": task.pk,
-        "name": task.name,
-        "status": task.status,
-        "priority": task.priority,
-        "dueDate": _iso(task.due_date),
-        "assignee": task.assignee,
-        "project": task.project.name,
-        "updatedAt": _iso(task.updated_at),
-    }
-
-
-def _event_dict(event: CalendarEvent) -> dict[str, Any]:
-    return {
-        "id": event.pk,
-        "title": event.title,
-        "start": _iso(event.start),
-        "end": _iso(event.end),
-        "attendees": event.attendees,
-        "location": event.location,
-    }
-
-
-def _email_dict(email: Email, *, body: bool = False) -> dict[str, Any]:
-    data = {
-        "id": email.pk,
-        "sender": {"name": email.sender_name, "email": email.sender_email},
-        "subject": email.subject,
-        "snippet": email.snippet,
-        "receivedAt": _iso(email.received_at),
-        "unread": email.unread,
-    }
-    if body:
-        data["body"] = email.body
-    return data
-
-
-def _meeting_dict(meeting: Meeting) -> dict[str, Any]:
-    return {
-        "id": meeting.pk,
-        "title": meeting.title,
-        "start": _iso(meeting.start),
-        "date": _iso(timezone.localdate(meeting.start)),
-        "attendees": meeting.attendees,
-        "summary": meeting.summary,
-        "actionItems": meeting.action_items,
-    }
-
-
-def _post_dict(post: SocialPost) -> dict[str, Any]:
-    return {
-        "id": post.pk,
-        "platform": post.platform,
-        "platformName": post.get_platform_display(),
-        "text": post.text,
-        "status": post.status,
-        "createdAt": _iso(post.created_at),
-        "characters": len(post.text),
-        "limit": POST_LIMITS[post.platform],
-    }
 
 
 # -- projects and tasks --------------------------------------------------------------------------
@@ -174,7 +48,7 @@ def list_projects(ctx: ToolContext) -> dict[str, Any]:
             "taskCount": project.task_count,
             "openTaskCount": project.open_task_count,
         }
-        for project in Project.objects.filter(user_id=_user_id(ctx))
+        for project in Project.objects.filter(user_id=records.user_id(ctx))
         .annotate(
             task_count=Count("tasks"),
             open_task_count=Count("tasks", filter=~Q(tasks__status=Task.Status.DONE)),
@@ -206,10 +80,10 @@ def list_tasks(
     limit: Annotated[int, "At most this many tasks"] = 50,
 ) -> dict[str, Any]:
     """List your tasks, filtered by project, status, assignee, staleness or overdue."""
-    user_id = _user_id(ctx)
+    user_id = records.user_id(ctx)
     tasks: QuerySet[Task] = Task.objects.filter(user_id=user_id).select_related("project")
     if project:
-        tasks = tasks.filter(project=_find_project(user_id, project))
+        tasks = tasks.filter(project=records.find_project(user_id, project))
     if status:
         tasks = tasks.filter(status__in=status)
     if assignee and assignee.strip():
@@ -227,7 +101,7 @@ def list_tasks(
         tasks = tasks.order_by(F("due_date").asc(nulls_last=True), "id")
     limit = max(1, min(limit, MAX_TASKS))
     total = tasks.count()
-    found = [_task_dict(task) for task in tasks[:limit]]
+    found = [records.task_dict(task) for task in tasks[:limit]]
     result: dict[str, Any] = {
         "tasks": found,
         "count": len(found),
@@ -246,7 +120,7 @@ def list_tasks(
 )
 def get_task(ctx: ToolContext, task_id: Annotated[int, "The task's id"]) -> dict[str, Any]:
     """Get one task by id."""
-    return _task_dict(_get_task(_user_id(ctx), task_id))
+    return records.task_dict(records.get_task(records.user_id(ctx), task_id))
 
 
 @tool(
@@ -265,17 +139,17 @@ def create_task(
     assignee: Annotated[str | None, "Who does it"] = None,
 ) -> dict[str, Any]:
     """Create a task in one of your projects."""
-    user_id = _user_id(ctx)
-    found = _find_project(user_id, project)
+    user_id = records.user_id(ctx)
+    found = records.find_project(user_id, project)
     task = Task.objects.create(
         user_id=user_id,
         project=found,
-        name=_clean_name(name),
+        name=records.clean_name(name),
         priority=priority,
-        due_date=_parse_date(due_date, "due_date") if due_date else None,
+        due_date=records.parse_date(due_date, "due_date") if due_date else None,
         assignee=(assignee or "").strip()[:100],
     )
-    return _task_dict(task)
+    return records.task_dict(task)
 
 
 @tool(
@@ -295,7 +169,7 @@ def update_task(
     name: Annotated[str | None, "New name"] = None,
 ) -> dict[str, Any]:
     """Change a task's status, priority, due date, assignee or name."""
-    task = _get_task(_user_id(ctx), task_id)
+    task = records.get_task(records.user_id(ctx), task_id)
     if all(value is None for value in (status, priority, due_date, assignee, name)):
         raise ValueError("Nothing to update: pass at least one of status, priority, due_date, assignee, name.")
     if status is not None:
@@ -303,14 +177,14 @@ def update_task(
     if priority is not None:
         task.priority = priority
     if due_date is not None:
-        task.due_date = _parse_date(due_date, "due_date") if due_date.strip() else None
+        task.due_date = records.parse_date(due_date, "due_date") if due_date.strip() else None
     if assignee is not None:
         task.assignee = assignee.strip()[:100]
     if name is not None:
-        task.name = _clean_name(name)
+        task.name = records.clean_name(name)
     task.updated_at = timezone.now()
     task.save()
-    return _task_dict(task)
+    return records.task_dict(task)
 
 
 # -- calendar, email, meetings, posts -----------------------------------------------------------
@@ -334,24 +208,24 @@ def list_events(
     end_date: Annotated[str | None, "Last day (inclusive), YYYY-MM-DD; default: six days after the first"] = None,
 ) -> dict[str, Any]:
     """List your calendar events between two dates (default: this week, Monday to Sunday)."""
-    user_id = _user_id(ctx)
+    user_id = records.user_id(ctx)
     today = timezone.localdate()
     if start_date:
-        first = _parse_date(start_date, "start_date")
+        first = records.parse_date(start_date, "start_date")
     elif end_date:
-        first = _parse_date(end_date, "end_date") - timedelta(days=6)
+        first = records.parse_date(end_date, "end_date") - timedelta(days=6)
     else:
         first = today - timedelta(days=today.weekday())
-    last = _parse_date(end_date, "end_date") if end_date else first + timedelta(days=6)
+    last = records.parse_date(end_date, "end_date") if end_date else first + timedelta(days=6)
     if last < first:
         raise ValueError("end_date is before start_date.")
     if (last - first).days >= MAX_RANGE_DAYS:
         raise ValueError(f"At most {MAX_RANGE_DAYS} days at a time.")
     # Events that overlap the range, including ones that started the evening before.
     events = CalendarEvent.objects.filter(
-        user_id=user_id, start__lt=_day_start(last + timedelta(days=1)), end__gt=_day_start(first)
+        user_id=user_id, start__lt=records.day_start(last + timedelta(days=1)), end__gt=records.day_start(first)
     ).order_by("start", "id")
-    found = [_event_dict(event) for event in events]
+    found = [records.event_dict(event) for event in events]
     return {"events": found, "count": len(found), "startDate": first.isoformat(), "endDate": last.isoformat()}
 
 
@@ -375,11 +249,11 @@ def list_emails(
     limit: Annotated[int, "At most this many emails, newest first"] = 20,
 ) -> dict[str, Any]:
     """List the emails in your inbox, newest first."""
-    user_id = _user_id(ctx)
+    user_id = records.user_id(ctx)
     inbox = Email.objects.filter(user_id=user_id)
     emails = inbox.filter(unread=True) if unread_only else inbox
     limit = max(1, min(limit, MAX_EMAILS))
-    found = [_email_dict(email) for email in emails.order_by("-received_at", "-id")[:limit]]
+    found = [records.email_dict(email) for email in emails.order_by("-received_at", "-id")[:limit]]
     return {
         "emails": found,
         "count": len(found),
@@ -396,10 +270,10 @@ def list_emails(
 )
 def get_email(ctx: ToolContext, email_id: Annotated[int, "The email's id"]) -> dict[str, Any]:
     """Get one email with its full body."""
-    email = Email.objects.filter(user_id=_user_id(ctx), pk=email_id).first()
+    email = Email.objects.filter(user_id=records.user_id(ctx), pk=email_id).first()
     if email is None:
         raise ValueError(f"Email {email_id} not found. Use list_emails to find email ids.")
-    return _email_dict(email, body=True)
+    return records.email_dict(email, body=True)
 
 
 def _meetings_summary(result: dict[str, Any]) -> str:
@@ -418,13 +292,15 @@ def list_meetings(
     date: Annotated[str | None, "Only meetings on this day, YYYY-MM-DD; omit for the latest"] = None,
 ) -> dict[str, Any]:
     """List your meetings with their summaries and action items."""
-    user_id = _user_id(ctx)
+    user_id = records.user_id(ctx)
     meetings = Meeting.objects.filter(user_id=user_id)
-    day = _parse_date(date, "date") if date else None
+    day = records.parse_date(date, "date") if date else None
     if day is not None:
-        meetings = meetings.filter(start__gte=_day_start(day), start__lt=_day_start(day + timedelta(days=1)))
-    found = [_meeting_dict(meeting) for meeting in meetings.order_by("-start", "-id")[:20]]
-    return {"meetings": found, "count": len(found), "date": _iso(day)}
+        meetings = meetings.filter(
+            start__gte=records.day_start(day), start__lt=records.day_start(day + timedelta(days=1))
+        )
+    found = [records.meeting_dict(meeting) for meeting in meetings.order_by("-start", "-id")[:20]]
+    return {"meetings": found, "count": len(found), "date": records.iso(day)}
 
 
 def _meeting_summary(result: dict[str, Any]) -> str:
@@ -441,10 +317,10 @@ def _meeting_summary(result: dict[str, Any]) -> str:
 )
 def get_meeting(ctx: ToolContext, meeting_id: Annotated[int, "The meeting's id"]) -> dict[str, Any]:
     """Get one meeting's summary and action items."""
-    meeting = Meeting.objects.filter(user_id=_user_id(ctx), pk=meeting_id).first()
+    meeting = Meeting.objects.filter(user_id=records.user_id(ctx), pk=meeting_id).first()
     if meeting is None:
         raise ValueError(f"Meeting {meeting_id} not found. Use list_meetings to find meeting ids.")
-    return _meeting_dict(meeting)
+    return records.meeting_dict(meeting)
 
 
 @tool(
@@ -460,7 +336,7 @@ def draft_social_post(
     text: Annotated[str, "The post's text"],
 ) -> dict[str, Any]:
     """Save a social media post as a draft (it is not published)."""
-    user_id = _user_id(ctx)
+    user_id = records.user_id(ctx)
     text = text.strip()
     if not text:
         raise ValueError("text: the post is empty.")
@@ -468,7 +344,7 @@ def draft_social_post(
     if len(text) > limit:
         raise ValueError(f"{POST_NAMES[platform]} posts are limited to {limit} characters; this one has {len(text)}.")
     post = SocialPost.objects.create(user_id=user_id, platform=platform, text=text)
-    return _post_dict(post)
+    return records.post_dict(post)
 
 
 def _needs_setup(user_id: int) -> bool:
