@@ -39,10 +39,10 @@ def install_worker_hooks(path: str) -> None:
     original_flush = streaming.TurnSink.flush
     original_send = live.send_fragment
 
-    async def text(self: Any, step: int, delta: str) -> None:
+    async def text(self: Any, step: int, delta: str, lane: str = "") -> None:
         if self._flush_handle is None and getattr(self, "_bench_batch", None) is None:
             self._bench_batch = time.monotonic()
-        await original_text(self, step, delta)
+        await original_text(self, step, delta, lane)
 
     async def send_fragment(
         chat_id: int, turn_id: int, seq: int, html: str, layer: Any = None, *, full: bool = False

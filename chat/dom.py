@@ -10,6 +10,20 @@ from __future__ import annotations
 from collections.abc import Callable
 
 
+def lane(turn_id: int | str, path: str = "") -> str:
+    """The prefix a lane's steps use in place of the turn id: the turn's own steps use the turn
+    id; a subagent's (lane "0-1", "0-1/2-0") add its path, so ids never collide."""
+    return f"{turn_id}-{path.replace('/', '-')}" if path else str(turn_id)
+
+
+def sources(turn_id: int | str) -> str:
+    return f"sources-{turn_id}"
+
+
+def source(turn_id: int | str, number: int | str) -> str:
+    return f"src-{turn_id}-{number}"
+
+
 def turn(turn_id: int | str) -> str:
     return f"turn-{turn_id}"
 
@@ -56,4 +70,6 @@ IDS: dict[str, Callable[..., str]] = {
     "tail": tail,
     "card": card,
     "continue": continue_box,
+    "sources": sources,
+    "source": source,
 }

@@ -65,21 +65,28 @@ class LiveTurn:
     error: str = ""
     finish_reason: str | None = None
     usage: dict[str, int] | None = None
+    # A subagent's steps, by lane: the path of its delegation call ("0-1", "0-1/2-0").
+    lanes: dict[str, list[LiveStep]] = field(default_factory=dict)
+    # Sources numbered for citation so far: [{"n", "title", "url", "kind", "snippet"}].
+    sources: list[dict[str, Any]] = field(default_factory=list)
 
     # --- changes ------------------------------------------------------------------------------
-    def step(self, index: int) -> LiveStep:
-        for step in reversed(self.steps):
+    def steps_of(self, lane: str = "") -> list[LiveStep]:
+        return self.lanes.setdefault(lane, []) if lane else self.steps
+
+    def step(self, index: int, lane: str = "") -> LiveStep:
+        for step in reversed(self.steps_of(lane)):
             if step.index == index:
                 return step
-        raise KeyError(index)
+        raise KeyError((lane, index))
 
-    def start_step(self, index: int) -> LiveStep:
+    def start_step(self, index: int, lane: str = "") -> LiveStep:
         step = LiveStep(index)
-        self.steps.append(step)
+        self.steps_of(lane).append(step)
         return step
 
-    def end_step(self, index: int, text: str, state: StepState) -> LiveStep:
-        step = self.step(index)
+    def end_step(self, index: int, text: str, state: StepState, lane: str = "") -> LiveStep:
+        step = self.step(index, lane)
         step.text, step.state = text, state
         if state != "complete":
             step.cards = []  # calls cut off mid-stream never ran
@@ -93,12 +100,23 @@ class LiveTurn:
     def interrupt(self, error: str) -> None:
         """The worker died: whatever was streaming stays as it was, stopped."""
         self.status, self.error = "interrupted", error
-        for step in self.steps:
-            if step.state == "streaming":
-                step.state = "stopped"
+        for steps in [self.steps, *self.lanes.values()]:
+            for step in steps:
+                if step.state == "streaming":
+                    step.state = "stopped"
+            for step in steps:
+                for card in step.cards:
+                    if card.get("status") in ("pending", "calling"):
+                        card["status"] = "cancelled"
 
-    def streaming_texts(self) -> dict[int, str]:
-        return {step.index: step.text for step in self.steps if step.state == "streaming" and step.text}
+    def streaming_texts(self) -> dict[tuple[str, int], str]:
+        """(lane, step) → the text of every step still streaming, the turn's and its subagents'."""
+        found = {}
+        for lane, steps in [("", self.steps), *self.lanes.items()]:
+            for step in steps:
+                if step.state == "streaming" and step.text:
+                    found[(lane, step.index)] = step.text
+        return found
 
     # --- serialisation ------------------------------------------------------------------------
     def to_json(self) -> str:
@@ -108,7 +126,8 @@ class LiveTurn:
     def from_json(cls, raw: str | bytes) -> LiveTurn:
         data = json.loads(raw)
         steps = [LiveStep(**step) for step in data.pop("steps", [])]
-        return cls(steps=steps, **data)
+        lanes = {lane: [LiveStep(**step) for step in items] for lane, items in data.pop("lanes", {}).items()}
+        return cls(steps=steps, lanes=lanes, **data)
 
     # --- storage and publishing ---------------------------------------------------------------
     async def publish(

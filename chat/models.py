@@ -103,6 +103,9 @@ class AppSettings(models.Model):
     max_tool_iterations_cap = models.PositiveSmallIntegerField(
         default=25, help_text="The most tool steps per answer any chat may allow."
     )
+    max_delegation_depth = models.PositiveSmallIntegerField(
+        default=1, help_text="How deep subagents may delegate: 1 lets the assistant delegate, subagents not."
+    )
 
     class Meta:
         verbose_name = verbose_name_plural = "app settings"
@@ -217,6 +220,10 @@ class Message(models.Model):
     chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="messages")
     turn = models.ForeignKey(Turn, null=True, blank=True, on_delete=models.CASCADE, related_name="messages")
     step = models.PositiveSmallIntegerField(null=True, blank=True)
+    # A subagent's message: the path of the delegation call it belongs to ("step-position", or
+    # "0-1/2-0" a level deeper); empty for the turn's own. A subagent's transcript is kept for its
+    # card, never sent to the supervisor's provider.
+    lane = models.CharField(max_length=100, blank=True, default="")
     role = models.CharField(max_length=10, choices=Role.choices)
     content = models.TextField(blank=True)
     # OpenAI shape on assistant messages: [{"id", "type": "function", "function": {"name", "arguments"}}]
@@ -300,6 +307,51 @@ class TokenUsage(models.Model):
             cls.objects.filter(user_id=user_id).update(**changes)
 
 
+class AgentDefinition(models.Model):
+    """A subagent an admin defines; built-in agents are code (chat/agents/)."""
+
+    name = models.CharField(max_length=60)
+    slug = models.SlugField(
+        max_length=40,
+        unique=True,
+        help_text="The model calls it as delegate_to_<slug>: lowercase letters, digits and underscores.",
+    )
+    description = models.CharField(max_length=300, help_text="What it is good at (the model reads this).")
+    instructions = models.TextField(help_text="Its system prompt.")
+    model = models.ForeignKey(
+        LLMModel, null=True, blank=True, on_delete=models.SET_NULL, help_text="Empty: the chat's model."
+    )
+    toolsets = models.JSONField(
+        default=list, blank=True, help_text='Toolset ids it may use, e.g. ["web", "exa"]; empty: none.'
+    )
+    max_iterations = models.PositiveSmallIntegerField(default=5)
+    enabled = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name = "agent"
+
+    def __str__(self) -> str:
+        return self.name
+
+    CACHE_KEY = "agent-definitions"
+
+    @classmethod
+    def enabled_rows(cls) -> list[AgentDefinition]:
+        # Read on every chat page (the tools popover) and turn; changed rarely: cached, and
+        # cleared for every process when a row is saved or deleted (see below).
+        rows = cache.get(cls.CACHE_KEY)
+        if rows is None:
+            rows = list(cls.objects.filter(enabled=True))
+            cache.set(cls.CACHE_KEY, rows)
+        return rows  # type: ignore[no-any-return]
+
+
 @receiver([post_save, post_delete], sender=AppSettings)
 def _forget_app_settings(**_: Any) -> None:
     cache.delete(AppSettings.CACHE_KEY)
+
+
+@receiver([post_save, post_delete], sender=AgentDefinition)
+def _forget_agents(**_: Any) -> None:
+    cache.delete(AgentDefinition.CACHE_KEY)

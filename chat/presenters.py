@@ -68,7 +68,7 @@ def pretty_json(value: Any) -> str:
 
 
 def card(
-    turn_id: int,
+    turn_id: int | str,
     step: int,
     position: int,
     *,
@@ -83,7 +83,10 @@ def card(
     progress_text: str = "",
     progress_percent: float | None = None,
     execution_id: int | None = None,
+    delegation: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """A tool card's view. `turn_id` is the id prefix of the steps it belongs to (a turn's id,
+    or a subagent's lane prefix, see chat.dom.lane)."""
     found = resolve(name)
     tool = found[1] if found else None
     display_name = tool_display_name(name)
@@ -96,6 +99,9 @@ def card(
     else:
         summary = summaries.summarize_error(error) if error else "Stopped"
     connect_url, connect_label = _connect(name, error_type, error) if status == "error" else ("", "")
+    if delegation:
+        # A subagent's card: its agent's name, and what it is doing or did.
+        display_name, summary = delegation.get("name") or display_name, delegation.get("message") or summary
     return {
         "dom_id": dom.card(turn_id, step, position),
         "name": name,
@@ -114,11 +120,66 @@ def card(
         "progress_percent": None if progress_percent is None else max(0, min(100, round(progress_percent))),
         "connect_url": connect_url,
         "connect_label": connect_label,
+        "delegation": delegation,
     }
 
 
+def delegation(
+    agent_id: str, name: str, lane: str, *, task: str, context: str, state: str = "working", result: str = ""
+) -> dict[str, Any]:
+    """What a delegation card keeps (live, and in its execution's result): the agent, its lane
+    (the path of the call), the task, and — once done — how it ended and what it answered."""
+    messages = {
+        "working": f"{name} is working on it…",
+        "done": f"{name} finished.",
+        "failed": f"{name} could not finish.",
+        "stopped": f"{name} was stopped.",
+    }
+    return {
+        "agent": agent_id,
+        "name": name,
+        "lane": lane,
+        "task": task,
+        "context": context,
+        "state": state,
+        "message": messages.get(state, messages["working"]),
+        "result": result,
+    }
+
+
+def _with_lane(card_view: dict[str, Any], turn_id: int, lane_steps: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """A delegation card, ready to render: its subagent's steps and its result."""
+    found = card_view.get("delegation")
+    if not found:
+        return card_view
+    lane = found.get("lane", "")
+    view = dict(found)
+    view["prefix"] = dom.lane(turn_id, lane)
+    view["steps"] = lane_steps.get(lane, [])
+    view["result_html"] = render_complete(found["result"]) if found.get("result") else ""
+    return {**card_view, "delegation": view}
+
+
+def _depth_first(lane: str) -> tuple[int, str]:
+    """Deeper lanes sort first ("" is the turn's own steps, "0-1" one level down…)."""
+    return (-(lane.count("/") + 1 if lane else 0), lane)
+
+
+def _live_lane_steps(live: LiveTurn) -> dict[str, list[dict[str, Any]]]:
+    """Step views of every subagent lane of a live turn, inner lanes first so outer cards can
+    show them."""
+    views: dict[str, list[dict[str, Any]]] = {}
+    for lane in sorted(live.lanes, key=_depth_first):
+        prefix = dom.lane(live.id, lane)
+        views[lane] = [
+            step(prefix, s.index, text=s.text, cards=[_with_lane(c, live.id, views) for c in s.cards], state=s.state)
+            for s in live.lanes[lane]
+        ]
+    return views
+
+
 def step(
-    turn_id: int, index: int, *, text: str, cards: list[dict[str, Any]], state: str, html: str | None = None
+    turn_id: int | str, index: int, *, text: str, cards: list[dict[str, Any]], state: str, html: str | None = None
 ) -> dict[str, Any]:
     """`state`: streaming | complete | stopped | failed. `html`: the finished text, already
     rendered (a stored message)."""
@@ -169,7 +230,11 @@ def turn(
 
 def turn_from_live(live: LiveTurn) -> dict[str, Any]:
     """A running turn's live state → turn view."""
-    steps = [step(live.id, s.index, text=s.text, cards=s.cards, state=s.state) for s in live.steps]
+    lanes = _live_lane_steps(live)
+    steps = [
+        step(live.id, s.index, text=s.text, cards=[_with_lane(c, live.id, lanes) for c in s.cards], state=s.state)
+        for s in live.steps
+    ]
     calls: list[tuple[int, int | None, int | None]] = [
         (s.index, s.usage[0], s.usage[1]) for s in live.steps if s.usage and len(s.usage) == 2
     ]
@@ -186,23 +251,21 @@ def turn_from_live(live: LiveTurn) -> dict[str, Any]:
 
 
 def turn_from_db(turn_obj: Any, messages: list[Any], executions: list[Any]) -> dict[str, Any]:
-    """A stored turn → turn view. `messages` are the turn's messages, `executions` its tool runs."""
+    """A stored turn → turn view. `messages` are the turn's messages, `executions` its tool runs
+    (subagents' included: their lane says which delegation card they belong to)."""
     # Keyed by place, not call id: some providers reuse ids such as "call_0" across steps.
-    by_place: dict[tuple[int | None, int | None], Any] = {(e.step, e.position): e for e in executions}
-    steps = []
+    by_place: dict[tuple[str, int | None, int | None], Any] = {(e.lane, e.step, e.position): e for e in executions}
+    by_lane: dict[str, list[Any]] = defaultdict(list)
     for message in messages:
-        if message.role != "assistant":
-            continue
-        cards = []
-        for position, call in enumerate(message.tool_calls or []):
-            function = call.get("function", {})
-            execution = by_place.get((message.step, position))
-            cards.append(card_from_execution(turn_obj.pk, message.step or 0, position, function, call, execution))
-        meta = message.metadata or {}
-        state = "stopped" if meta.get("stopped") else "failed" if meta.get("failed") else "complete"
-        html = message.html if message.html_key == fingerprint() else None
-        steps.append(step(turn_obj.pk, message.step or 0, text=message.content, cards=cards, state=state, html=html))
-    answers = [m for m in messages if m.role == "assistant"]
+        if message.role == "assistant":
+            by_lane[message.lane].append(message)
+    lane_steps: dict[str, list[dict[str, Any]]] = {}
+    # Inner lanes first: a subagent's card inside another subagent's needs its steps ready.
+    for lane in sorted(by_lane, key=_depth_first):
+        prefix = dom.lane(turn_obj.pk, lane)
+        lane_steps[lane] = [_stored_step(turn_obj.pk, prefix, lane, m, by_place, lane_steps) for m in by_lane[lane]]
+    steps = lane_steps.get("", [])
+    answers = [m for m in messages if m.role == "assistant" and not m.lane]
     calls = [(m.step or 0, m.prompt_tokens, m.completion_tokens) for m in answers]
     return turn(
         turn_obj.pk,
@@ -215,8 +278,32 @@ def turn_from_db(turn_obj: Any, messages: list[Any], executions: list[Any]) -> d
     )
 
 
+def _stored_step(
+    turn_id: int,
+    prefix: str,
+    lane: str,
+    message: Any,
+    by_place: dict[tuple[str, int | None, int | None], Any],
+    lane_steps: dict[str, list[dict[str, Any]]],
+) -> dict[str, Any]:
+    cards = []
+    for position, call in enumerate(message.tool_calls or []):
+        execution = by_place.get((lane, message.step, position))
+        found = card_from_execution(prefix, message.step or 0, position, call.get("function", {}), call, execution)
+        cards.append(_with_lane(found, turn_id, lane_steps))
+    meta = message.metadata or {}
+    state = "stopped" if meta.get("stopped") else "failed" if meta.get("failed") else "complete"
+    html = message.html if message.html_key == fingerprint() else None
+    return step(prefix, message.step or 0, text=message.content, cards=cards, state=state, html=html)
+
+
 def card_from_execution(
-    turn_id: int, step_index: int, position: int, function: dict[str, Any], call: dict[str, Any], execution: Any
+    turn_id: int | str,
+    step_index: int,
+    position: int,
+    function: dict[str, Any],
+    call: dict[str, Any],
+    execution: Any,
 ) -> dict[str, Any]:
     name = function.get("name", "")
     if execution is None:
@@ -232,6 +319,10 @@ def card_from_execution(
             error="This tool call did not run.",
         )
     status = {"success": "success", "error": "error", "cancelled": "cancelled"}.get(execution.status, "calling")
+    stored = execution.result if isinstance(execution.result, dict) else {}
+    delegated = stored.get("delegation") if isinstance(stored.get("delegation"), dict) else None
+    if delegated and status == "calling":
+        delegated = {**delegated, "state": "stopped", "message": f"{delegated.get('name', 'The agent')} was stopped."}
     return card(
         turn_id,
         step_index,
@@ -240,11 +331,12 @@ def card_from_execution(
         call_id=execution.tool_call_id,
         arguments=execution.arguments if execution.arguments else function.get("arguments"),
         status=status,
-        result=execution.result if status == "success" else None,
+        result=execution.result if status == "success" and not delegated else None,
         error=execution.error,
         error_type=execution.error_type,
         duration_ms=execution.duration_ms,
         execution_id=execution.pk,
+        delegation=delegated,
     )
 
 
@@ -263,7 +355,8 @@ def turn_views(turns: Sequence[Turn]) -> tuple[dict[int, dict[str, Any]], dict[i
     roles = (Message.Role.USER, Message.Role.ASSISTANT)
     for m in Message.objects.filter(turn_id__in=ids, role__in=roles).order_by("id"):
         if m.role == Message.Role.USER:
-            asked.setdefault(m.turn_id, m)  # type: ignore[arg-type]
+            if not m.lane:  # a subagent's task is shown in its card, not as the user's message
+                asked.setdefault(m.turn_id, m)  # type: ignore[arg-type]
             continue
         messages[m.turn_id].append(m)  # type: ignore[index]
         if m.html_key != fingerprint():
@@ -309,22 +402,27 @@ def turn_state_fragment(live: LiveTurn) -> str:
     return render("chat/_turn_state.html", {"turn": turn_from_live(live), "oob": True})
 
 
-def new_step_fragment(turn_id: int, index: int) -> str:
+def new_step_fragment(turn_id: int | str, index: int) -> str:
     html = render("chat/_step.html", {"step": step(turn_id, index, text="", cards=[], state="streaming")})
     return f'<div hx-swap-oob="beforeend:#{dom.steps(turn_id)}">{html}</div>'
 
 
-def new_card_fragment(turn_id: int, index: int, card_view: dict[str, Any]) -> str:
+def new_card_fragment(turn_id: int | str, index: int, card_view: dict[str, Any]) -> str:
     html = render("chat/_tool_card.html", {"card": card_view})
     return f'<div hx-swap-oob="beforeend:#{dom.cards(turn_id, index)}">{html}</div>'
 
 
-def card_fragment(card_view: dict[str, Any]) -> str:
+def card_fragment(card_view: dict[str, Any], live: LiveTurn | None = None) -> str:
+    if live is not None and card_view.get("delegation"):
+        card_view = _with_lane(card_view, live.id, _live_lane_steps(live))
     return render("chat/_tool_card.html", {"card": card_view, "oob": True})
 
 
-def cards_fragment(turn_id: int, index: int, cards: list[dict[str, Any]]) -> str:
-    return render("chat/_tool_cards.html", {"turn_id": turn_id, "step_index": index, "cards": cards, "oob": True})
+def cards_fragment(prefix: int | str, index: int, cards: list[dict[str, Any]], live: LiveTurn | None = None) -> str:
+    if live is not None and any(c.get("delegation") for c in cards):
+        lanes = _live_lane_steps(live)
+        cards = [_with_lane(c, live.id, lanes) for c in cards]
+    return render("chat/_tool_cards.html", {"turn_id": prefix, "step_index": index, "cards": cards, "oob": True})
 
 
 class StepText:
@@ -332,7 +430,7 @@ class StepText:
     page to the current text: finished Markdown blocks are appended once, rendered; the growing
     last block is appended to or replaced as raw text."""
 
-    def __init__(self, turn_id: int, index: int) -> None:
+    def __init__(self, turn_id: int | str, index: int) -> None:
         self.turn_id, self.index = turn_id, index
         self.blocks: list[str] = []  # rendered finished blocks, in order: stored with the message
         self._tail: tuple[str, str] = ("", "")  # (tail, tail_html) last sent

@@ -17,10 +17,10 @@ import time
 from typing import Any
 
 from chat.agent.loop import Outcome
-from chat.agent.types import AssistantMessage, ToolCall, ToolResult
+from chat.agent.types import AssistantMessage, ToolCall, ToolResult, Usage
 from core.redact import redact
 
-from . import presenters, turn_store
+from . import dom, presenters, turn_store
 from .live import LiveTurn
 from .models import Turn
 from .rendering import fingerprint
@@ -45,13 +45,15 @@ class TurnSink:
         self.window_s = window_ms / 1000
         self.live = LiveTurn(turn.pk, turn.chat_id, notices=list(turn.notices or []))
         self.first_token_at: float | None = None
-        self._texts: dict[int, presenters.StepText] = {}
+        # (lane, step) → what the page has of that step's text; lane "" is the turn's own steps.
+        self._texts: dict[tuple[str, int], presenters.StepText] = {}
         self._pending: list[str] = []
-        self._dirty: set[int] = set()
+        self._dirty: set[tuple[str, int]] = set()
         self._flush_handle: asyncio.TimerHandle | None = None
         self._lock = asyncio.Lock()
-        self._progress_sent: dict[tuple[int, int], float] = {}
-        self._checkpointed: dict[int, str] = {}  # step → the text last written to the database
+        self._progress_sent: dict[tuple[str, int, int], float] = {}
+        self._checkpointed: dict[tuple[str, int], str] = {}  # (lane, step) → the text last saved
+        self.subagent_usage = Usage()
         self._checkpoint_at = time.monotonic()
         self._checkpoint_task: asyncio.Task[None] | None = None
         self._block_finished = False
@@ -74,8 +76,9 @@ class TurnSink:
         except Exception:
             log.exception("Pushing fragments of turn %s failed", self.turn_id)
 
-    def _text_fragments(self, index: int, *, complete: bool) -> str:
-        html, finished = self._texts[index].fragments(self.live.step(index).text, complete=complete)
+    def _text_fragments(self, key: tuple[str, int], *, complete: bool) -> str:
+        lane, index = key
+        html, finished = self._texts[key].fragments(self.live.step(index, lane).text, complete=complete)
         self._block_finished = self._block_finished or finished
         return html
 
@@ -84,7 +87,7 @@ class TurnSink:
             if self._flush_handle is not None:
                 self._flush_handle.cancel()
                 self._flush_handle = None
-            parts = [self._text_fragments(index, complete=False) for index in sorted(self._dirty)]
+            parts = [self._text_fragments(key, complete=False) for key in sorted(self._dirty)]
             self._dirty.clear()
             parts.extend(self._pending)
             self._pending.clear()
@@ -112,7 +115,7 @@ class TurnSink:
         self._checkpointed.update(pending)
         self._checkpoint_task = asyncio.ensure_future(self._checkpoint(pending))
 
-    async def _checkpoint(self, texts: dict[int, str]) -> None:
+    async def _checkpoint(self, texts: dict[tuple[str, int], str]) -> None:
         try:
             await db(turn_store.checkpoint)(self.chat_id, self.turn_id, texts)
         except Exception:  # the live state still has the text; the next checkpoint tries again
@@ -130,62 +133,68 @@ class TurnSink:
         """The worker has claimed the turn: open tabs stop showing it as waiting for one."""
         await self.flush(presenters.turn_state_fragment(self.live))
 
-    async def step_started(self, step: int) -> None:
-        self.live.start_step(step)
-        self._texts[step] = presenters.StepText(self.turn_id, step)
-        await self.flush(presenters.new_step_fragment(self.turn_id, step))
+    async def step_started(self, step: int, lane: str = "") -> None:
+        self.live.start_step(step, lane)
+        prefix = dom.lane(self.turn_id, lane)
+        self._texts[(lane, step)] = presenters.StepText(prefix, step)
+        await self.flush(presenters.new_step_fragment(prefix, step))
 
-    async def text(self, step: int, delta: str) -> None:
+    async def text(self, step: int, delta: str, lane: str = "") -> None:
         if self.first_token_at is None:
             self.first_token_at = time.time()
-        self.live.step(step).text += delta
-        self._dirty.add(step)
+        self.live.step(step, lane).text += delta
+        self._dirty.add((lane, step))
         self._schedule_flush()
 
-    async def tool_call_opened(self, step: int, position: int, call_id: str, name: str) -> None:
-        card = presenters.card(self.turn_id, step, position, name=name, call_id=call_id, status="pending")
-        self.live.step(step).cards.append(card)
-        await self.flush(presenters.new_card_fragment(self.turn_id, step, card))
+    async def tool_call_opened(self, step: int, position: int, call_id: str, name: str, lane: str = "") -> None:
+        prefix = dom.lane(self.turn_id, lane)
+        card = presenters.card(prefix, step, position, name=name, call_id=call_id, status="pending")
+        self.live.step(step, lane).cards.append(card)
+        await self.flush(presenters.new_card_fragment(prefix, step, card))
 
-    async def assistant_message(self, step: int, message: AssistantMessage, status: str) -> None:
-        live_step = self.live.end_step(step, message.content, "complete" if status == "complete" else status)  # type: ignore[arg-type]
+    async def assistant_message(self, step: int, message: AssistantMessage, status: str, lane: str = "") -> None:
+        state = "complete" if status == "complete" else status
+        live_step = self.live.end_step(step, message.content, state, lane)  # type: ignore[arg-type]
         # The last words go out before the database write: the reader should not wait on it.
-        self._dirty.discard(step)
-        html = self._text_fragments(step, complete=True)
+        key = (lane, step)
+        self._dirty.discard(key)
+        html = self._text_fragments(key, complete=True)
         if status != "complete":
-            html += presenters.cards_fragment(self.turn_id, step, live_step.cards)
+            html += presenters.cards_fragment(dom.lane(self.turn_id, lane), step, live_step.cards, self.live)
         await self.flush(html)
         await self._checkpoint_done()
         live_step.usage = [message.usage.prompt_tokens, message.usage.completion_tokens]
-        if message.content or message.tool_calls or status == "complete" or step in self._checkpointed:
+        if message.content or message.tool_calls or status == "complete" or key in self._checkpointed:
             # Every block was rendered for the stream already: stored, a page view need not
             # render them again.
             await db(turn_store.save_assistant)(
-                self.chat_id, self.turn_id, step, message, status, html=self._texts[step].html, html_key=fingerprint()
+                self.chat_id,
+                self.turn_id,
+                step,
+                message,
+                status,
+                html=self._texts[key].html,
+                html_key=fingerprint(),
+                lane=lane,
             )
         await db(turn_store.record_usage)(self.turn_id, message)
 
-    async def tools_started(self, step: int, calls: list[ToolCall]) -> None:
+    async def tools_started(self, step: int, calls: list[ToolCall], lane: str = "") -> None:
+        prefix = dom.lane(self.turn_id, lane)
         cards = [
             presenters.card(
-                self.turn_id,
-                step,
-                position,
-                name=call.name,
-                call_id=call.id,
-                arguments=call.arguments,
-                status="calling",
+                prefix, step, position, name=call.name, call_id=call.id, arguments=call.arguments, status="calling"
             )
             for position, call in enumerate(calls)
         ]
-        self.live.step(step).cards = cards
-        await self.flush(presenters.cards_fragment(self.turn_id, step, cards))
+        self.live.step(step, lane).cards = cards
+        await self.flush(presenters.cards_fragment(prefix, step, cards, self.live))
 
-    async def tool_finished(self, step: int, position: int, call: ToolCall, result: ToolResult) -> None:
+    async def tool_finished(self, step: int, position: int, call: ToolCall, result: ToolResult, lane: str = "") -> None:
         data = result.data
         status = "cancelled" if result.cancelled else "error" if result.is_error else "success"
         card = presenters.card(
-            self.turn_id,
+            dom.lane(self.turn_id, lane),
             step,
             position,
             name=call.name,
@@ -197,24 +206,26 @@ class TurnSink:
             error_type=data.get("error_type", ""),
             duration_ms=data.get("duration_ms"),
             execution_id=data.get("execution_id"),
+            delegation=data.get("delegation"),
         )
-        self.live.step(step).cards[position] = card
-        self._progress_sent.pop((step, position), None)
-        await db(turn_store.save_tool_result)(self.chat_id, self.turn_id, step, position, call.id, result)
-        await self.flush(presenters.card_fragment(card))
+        self.live.step(step, lane).cards[position] = card
+        self._progress_sent.pop((lane, step, position), None)
+        await db(turn_store.save_tool_result)(self.chat_id, self.turn_id, step, position, call.id, result, lane)
+        await self.flush(presenters.card_fragment(card, self.live))
 
-    async def tool_progress(self, step: int, position: int, text: str, percent: float | None) -> None:
+    async def tool_progress(self, step: int, position: int, text: str, percent: float | None, lane: str = "") -> None:
         """A running tool's report; pushed at most every PROGRESS_INTERVAL_S per card."""
-        cards = self.live.step(step).cards
+        cards = self.live.step(step, lane).cards
         if position >= len(cards) or cards[position]["status"] != "calling":
             return  # the tool already finished; a late report must not undo that
         now = time.monotonic()
-        if now - self._progress_sent.get((step, position), 0.0) < PROGRESS_INTERVAL_S and (percent or 0) < 100:
+        last = self._progress_sent.get((lane, step, position), 0.0)
+        if now - last < PROGRESS_INTERVAL_S and (percent or 0) < 100:
             return
-        self._progress_sent[(step, position)] = now
+        self._progress_sent[(lane, step, position)] = now
         old = cards[position]
         card = presenters.card(
-            self.turn_id,
+            dom.lane(self.turn_id, lane),
             step,
             position,
             name=old["name"],
@@ -225,20 +236,40 @@ class TurnSink:
             progress_percent=percent,
         )
         cards[position] = card
-        await self.flush(presenters.card_fragment(card))
+        await self.flush(presenters.card_fragment(card, self.live))
 
-    async def system_message(self, step: int, content: str) -> None:
-        await db(turn_store.save_system)(self.chat_id, self.turn_id, step, content)
+    async def system_message(self, step: int, content: str, lane: str = "") -> None:
+        await db(turn_store.save_system)(self.chat_id, self.turn_id, step, content, lane)
 
-    async def notice(self, kind: str, text: str) -> None:
+    async def notice(self, kind: str, text: str, lane: str = "") -> None:
+        if lane:
+            return  # a subagent's notices (its own tool limit…) are its card's business, not the turn's
         self.live.notices.append(redact(text))
         await self.flush(presenters.turn_state_fragment(self.live))
+
+    # --- delegation ---------------------------------------------------------------------------
+    def lane(self, lane: str) -> LaneSink:
+        """The sink a subagent working in `lane` reports to: its events land in its card."""
+        return LaneSink(self, lane)
+
+    async def delegation_changed(self, lane: str, step: int, position: int, delegation: dict[str, Any]) -> None:
+        """The delegation card at (lane, step, position) shows a new state (started, finished…)."""
+        cards = self.live.step(step, lane).cards
+        if position >= len(cards):
+            return
+        card = dict(cards[position], delegation=delegation)
+        cards[position] = card
+        await self.flush(presenters.card_fragment(card, self.live))
 
     async def finish(self, outcome: Outcome) -> None:
         status = FINAL_STATUS[outcome.status]
         # Provider errors can quote a credential back: redacted before the database, Redis or a page.
         error = redact(outcome.error)
-        tokens = {"prompt_tokens": outcome.usage.prompt_tokens, "completion_tokens": outcome.usage.completion_tokens}
+        # The turn's usage counts its subagents' model calls too.
+        tokens = {
+            "prompt_tokens": outcome.usage.prompt_tokens + self.subagent_usage.prompt_tokens,
+            "completion_tokens": outcome.usage.completion_tokens + self.subagent_usage.completion_tokens,
+        }
         self.live.finish(str(status), error=error, finish_reason=outcome.finish_reason, usage=tokens)
         await self._checkpoint_done()
         await db(turn_store.finish)(
@@ -252,3 +283,37 @@ class TurnSink:
             **tokens,
         )
         await self.flush(presenters.turn_state_fragment(self.live))
+
+
+class LaneSink:
+    """A subagent's EventSink: the same sink, its events addressed to the subagent's lane."""
+
+    def __init__(self, sink: TurnSink, lane: str) -> None:
+        self.sink, self.lane_id = sink, lane
+
+    async def step_started(self, step: int) -> None:
+        await self.sink.step_started(step, self.lane_id)
+
+    async def text(self, step: int, delta: str) -> None:
+        await self.sink.text(step, delta, self.lane_id)
+
+    async def tool_call_opened(self, step: int, position: int, call_id: str, name: str) -> None:
+        await self.sink.tool_call_opened(step, position, call_id, name, self.lane_id)
+
+    async def assistant_message(self, step: int, message: AssistantMessage, status: str) -> None:
+        await self.sink.assistant_message(step, message, status, self.lane_id)
+
+    async def tools_started(self, step: int, calls: list[ToolCall]) -> None:
+        await self.sink.tools_started(step, calls, self.lane_id)
+
+    async def tool_finished(self, step: int, position: int, call: ToolCall, result: ToolResult) -> None:
+        await self.sink.tool_finished(step, position, call, result, self.lane_id)
+
+    async def tool_progress(self, step: int, position: int, text: str, percent: float | None) -> None:
+        await self.sink.tool_progress(step, position, text, percent, self.lane_id)
+
+    async def system_message(self, step: int, content: str) -> None:
+        await self.sink.system_message(step, content, self.lane_id)
+
+    async def notice(self, kind: str, text: str) -> None:
+        await self.sink.notice(kind, text, self.lane_id)

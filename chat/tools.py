@@ -1,5 +1,5 @@
-"""The agent loop's toolbox for one chat: which tools are offered, and running them through the
-shared executor."""
+"""The agent loop's toolbox for one chat (or one subagent): which tools are offered, running them
+through the shared executor, and handing `delegate_to_<agent>` calls to the delegator."""
 
 from __future__ import annotations
 
@@ -13,6 +13,9 @@ from chat.agent.types import ToolCall, ToolResult
 from toolsets import availability, executor
 from toolsets.base import qualified_name
 from toolsets.registry import all_toolsets
+
+from . import agents
+from .agents import AgentSpec
 
 # ToolExecution.tool_call_id's length. Ids can be longer (Gemini's carry a signature); the
 # record only needs one to show, the transcript keeps the whole id.
@@ -30,10 +33,17 @@ class ChatToolBox:
         turn_id: int,
         selection: dict[str, list[str]],
         on_progress: ProgressCallback | None = None,
+        delegator: Any = None,
+        lane: str = "",
     ) -> None:
         self.user_id = user_id
         self.turn_id = turn_id
         self.selection = selection or {}
+        # Runs delegate_to_<agent> calls (None: this toolbox may not delegate, e.g. past the depth).
+        self.delegator = delegator
+        # A subagent's toolbox: the path of the delegation call its work belongs to.
+        self.lane = lane
+        self.agents: dict[str, AgentSpec] = {}  # tool name → agent
         self._specs: list[dict[str, Any]] = []
         # Where a tool's progress reports go: (step, position, text, percent).
         self.on_progress = on_progress
@@ -65,6 +75,18 @@ class ChatToolBox:
                             },
                         }
                     )
+        self.agents = {}
+        chosen_agents = self.selection.get("agents") or []
+        if self.delegator is None or not chosen_agents:
+            return
+        for agent_id, agent_state in agents.availability(self.user_id).items():
+            if agent_id not in chosen_agents:
+                continue
+            if not agent_state.usable:
+                self.skipped.append(f"{agent_state.agent.name} ({agent_state.reason})")
+                continue
+            self.agents[agent_state.agent.tool_name] = agent_state.agent
+            self._specs.append(agent_state.agent.spec())
 
     def specs(self) -> list[dict[str, Any]]:
         return self._specs
@@ -82,6 +104,10 @@ class ChatToolBox:
         return report
 
     async def run(self, call: ToolCall, step: int, position: int) -> ToolResult:
+        agent = self.agents.get(call.name)
+        if agent is not None and self.delegator is not None:
+            result: ToolResult = await self.delegator.run(agent, call, step, position)
+            return result
         # The execution is recorded at its place in the turn, which is how its card finds it
         # again after a reload; the provider's id may be shared by several calls.
         execution = await executor.execute(
@@ -92,6 +118,7 @@ class ChatToolBox:
             turn_id=self.turn_id,
             step=step,
             position=position,
+            lane=self.lane,
             progress=self._progress_reporter(step, position),
         )
         content = execution.model_content(int(settings.TESSERA["TOOL_RESULT_MODEL_LIMIT"]))

@@ -36,18 +36,28 @@ def find(turn_id: int) -> Turn | None:
 
 def transcript(chat_id: int) -> list[dict[str, Any]]:
     """The stored conversation in provider shape. System messages belonged to their own turn
-    (e.g. the tool-limit instruction) and are not replayed."""
-    rows = Message.objects.filter(chat_id=chat_id).exclude(role=Message.Role.SYSTEM).order_by("id")
+    (e.g. the tool-limit instruction) and are not replayed; subagents' transcripts are their
+    cards', and the supervisor saw only their results."""
+    rows = Message.objects.filter(chat_id=chat_id, lane="").exclude(role=Message.Role.SYSTEM).order_by("id")
     return [m.to_openai() for m in rows]
 
 
 def save_assistant(
-    chat_id: int, turn_id: int, step: int, message: AssistantMessage, status: str, *, html: str, html_key: str
+    chat_id: int,
+    turn_id: int,
+    step: int,
+    message: AssistantMessage,
+    status: str,
+    *,
+    html: str,
+    html_key: str,
+    lane: str = "",
 ) -> None:
     """A model call's final message (it replaces the step's checkpoint, if one was written),
     and its tokens added to the user's total."""
     Message.objects.update_or_create(
         turn_id=turn_id,
+        lane=lane,
         step=step,
         role=Message.Role.ASSISTANT,
         defaults={
@@ -66,25 +76,40 @@ def record_usage(turn_id: int, message: AssistantMessage) -> None:
     usage.record_call(turn_id, message.usage)
 
 
-def checkpoint(chat_id: int, turn_id: int, texts: dict[int, str]) -> None:
-    """The text streamed so far of each step still streaming: what survives a killed worker."""
-    for step, text in texts.items():
+def checkpoint(chat_id: int, turn_id: int, texts: dict[tuple[str, int], str]) -> None:
+    """The text streamed so far of each step still streaming, keyed (lane, step): what survives
+    a killed worker."""
+    for (lane, step), text in texts.items():
         Message.objects.update_or_create(
             turn_id=turn_id,
+            lane=lane,
             step=step,
             role=Message.Role.ASSISTANT,
             defaults={"chat_id": chat_id, "content": text, "metadata": {"streaming": True}},
         )
 
 
-def save_system(chat_id: int, turn_id: int, step: int, content: str) -> None:
-    Message.objects.create(chat_id=chat_id, turn_id=turn_id, step=step, role=Message.Role.SYSTEM, content=content)
+def save_system(chat_id: int, turn_id: int, step: int, content: str, lane: str = "") -> None:
+    Message.objects.create(
+        chat_id=chat_id, turn_id=turn_id, lane=lane, step=step, role=Message.Role.SYSTEM, content=content
+    )
 
 
-def save_tool_result(chat_id: int, turn_id: int, step: int, position: int, call_id: str, result: ToolResult) -> None:
+def save_subagent_prompt(chat_id: int, turn_id: int, lane: str, messages: list[dict[str, Any]]) -> None:
+    """What a subagent was started with (its instructions and task): the head of its transcript."""
+    Message.objects.bulk_create(
+        Message(chat_id=chat_id, turn_id=turn_id, lane=lane, step=0, role=m["role"], content=m["content"])
+        for m in messages
+    )
+
+
+def save_tool_result(
+    chat_id: int, turn_id: int, step: int, position: int, call_id: str, result: ToolResult, lane: str = ""
+) -> None:
     Message.objects.create(
         chat_id=chat_id,
         turn_id=turn_id,
+        lane=lane,
         step=step,
         role=Message.Role.TOOL,
         tool_call_id=call_id,
@@ -92,7 +117,7 @@ def save_tool_result(chat_id: int, turn_id: int, step: int, position: int, call_
         metadata={"error": True} if result.is_error else {},
     )
     if result.cancelled:
-        ToolExecution.objects.filter(turn_id=turn_id, step=step, position=position, status="running").update(
+        ToolExecution.objects.filter(turn_id=turn_id, lane=lane, step=step, position=position, status="running").update(
             status="cancelled", error="Cancelled by the user", error_type="cancelled", finished_at=timezone.now()
         )
 
@@ -139,13 +164,15 @@ def close_interrupted(turn_id: int, live: LiveTurn | None) -> bool:
 
 
 def _keep_streamed_text(turn: Turn, live: LiveTurn | None) -> None:
-    saved = {m.step: m for m in Message.objects.filter(turn=turn, role=Message.Role.ASSISTANT)}
-    for step in live.steps if live else []:
-        message = saved.get(step.index)
+    saved = {(m.lane, m.step): m for m in Message.objects.filter(turn=turn, role=Message.Role.ASSISTANT)}
+    lanes = [("", live.steps), *live.lanes.items()] if live else []
+    for lane, step in ((lane, step) for lane, steps in lanes for step in steps):
+        message = saved.get((lane, step.index))
         if message is None and step.text:
             Message.objects.create(
                 chat_id=turn.chat_id,
                 turn=turn,
+                lane=lane,
                 step=step.index,
                 role=Message.Role.ASSISTANT,
                 content=step.text,
@@ -164,13 +191,14 @@ def _keep_streamed_text(turn: Turn, live: LiveTurn | None) -> None:
 
 
 def _answer_open_calls(turn: Turn) -> None:
-    answered = set(Message.objects.filter(turn=turn, role=Message.Role.TOOL).values_list("tool_call_id", flat=True))
+    answered = set(Message.objects.filter(turn=turn, role=Message.Role.TOOL).values_list("lane", "tool_call_id"))
     for message in Message.objects.filter(turn=turn, role=Message.Role.ASSISTANT, tool_calls__isnull=False):
         for call in message.tool_calls or []:
-            if call.get("id") not in answered:
+            if (message.lane, call.get("id")) not in answered:
                 Message.objects.create(
                     chat_id=turn.chat_id,
                     turn=turn,
+                    lane=message.lane,
                     step=message.step,
                     role=Message.Role.TOOL,
                     tool_call_id=call.get("id", ""),

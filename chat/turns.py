@@ -18,6 +18,8 @@ from django.utils import timezone
 from chat.agent.loop import Agent, CancelToken, Outcome
 
 from . import live, presenters, turn_store, worker_loop
+from .agents import AgentSpec
+from .delegation import Delegator
 from .events import FINAL_SEQ, send_fragment
 from .live import LiveTurn
 from .models import AppSettings, LLMModel, Turn
@@ -73,9 +75,6 @@ async def _claim(turn_id: int, redis: Any) -> Turn | None:
 
 
 async def _run_claimed(turn: Turn, redis: Any, watch: TurnWatch) -> None:
-    # Imported here: LiteLLM is heavy, and only worker processes ever call a model.
-    from chat.agent.llm import LiteLLMModel, ModelConfig
-
     chat = turn.chat
     sink = TurnSink(turn, redis, window_ms=int(settings.TESSERA["STREAM_WINDOW_MS"]))
     cancel = CancelToken()
@@ -87,24 +86,36 @@ async def _run_claimed(turn: Turn, redis: Any, watch: TurnWatch) -> None:
             await sink.finish(Outcome("failed", 0, error=NO_MODEL_ERROR))
             return
         messages = await db(turn_store.transcript)(chat.pk)
+        app = await db(AppSettings.load)()
+        chat_limit = app.effective_iterations(chat)
+
+        async def model_for(agent: AgentSpec) -> Any:
+            # An agent may have a model of its own (an admin's choice); else the chat's.
+            own = await db(LLMModel.objects.filter(pk=agent.model_id, enabled=True).first)() if agent.model_id else None
+            return _model(own or llm)
+
+        delegator = None
+        if app.max_delegation_depth >= 1:
+            delegator = Delegator(
+                sink=sink,
+                cancel=cancel,
+                model_for=model_for,
+                user_id=chat.owner_id,
+                selection=chat.enabled_tools or {},
+                chat_limit=chat_limit,
+                max_depth=app.max_delegation_depth,
+            )
         toolbox = ChatToolBox(
-            user_id=chat.owner_id, turn_id=turn.pk, selection=chat.enabled_tools, on_progress=sink.tool_progress
+            user_id=chat.owner_id,
+            turn_id=turn.pk,
+            selection=chat.enabled_tools,
+            on_progress=sink.tool_progress,
+            delegator=delegator,
         )
         await db(toolbox.prepare)()
         if toolbox.skipped:
             await sink.notice("skipped", "Not available for this answer: " + ", ".join(toolbox.skipped) + ".")
-        model = LiteLLMModel(
-            ModelConfig(
-                model=llm.model,
-                api_base=llm.api_base or None,
-                api_key=llm.api_key or None,
-                extra=llm.litellm_kwargs(),
-                retries=int(settings.TESSERA["PROVIDER_RETRIES"]),
-                backoff_s=settings.TESSERA["PROVIDER_BACKOFF_S"],
-            )
-        )
-        app = await db(AppSettings.load)()
-        agent = Agent(model, toolbox, sink, cancel, max_iterations=app.effective_iterations(chat))
+        agent = Agent(_model(llm), toolbox, sink, cancel, max_iterations=chat_limit)
         prompt = {"role": "system", "content": system_prompt(timezone.now())}
         outcome = await agent.run([prompt, *messages])
         await sink.finish(outcome)
@@ -114,6 +125,22 @@ async def _run_claimed(turn: Turn, redis: Any, watch: TurnWatch) -> None:
     finally:
         watch.remove(turn.pk)
         await redis.delete(live.key(turn.pk, "alive"), live.key(turn.pk, "cancel"))
+
+
+def _model(llm: LLMModel) -> Any:
+    # Imported here: LiteLLM is heavy, and only worker processes ever call a model.
+    from chat.agent.llm import LiteLLMModel, ModelConfig
+
+    return LiteLLMModel(
+        ModelConfig(
+            model=llm.model,
+            api_base=llm.api_base or None,
+            api_key=llm.api_key or None,
+            extra=llm.litellm_kwargs(),
+            retries=int(settings.TESSERA["PROVIDER_RETRIES"]),
+            backoff_s=settings.TESSERA["PROVIDER_BACKOFF_S"],
+        )
+    )
 
 
 async def interrupt(turn: Turn, redis: Any) -> bool:

@@ -243,7 +243,7 @@ def _popover_context(request: AuthedRequest, selection: sel.Selection, tools_url
 
 def _save_tools(request: AuthedRequest, previous: sel.Selection, tools_url: str, chat: Chat | None) -> HttpResponse:
     rows = sel.popover_rows(request.user.pk, previous)
-    usable = {row.id for row in rows if row.usable}
+    usable = sel.usable_keys(rows)
     selection = sel.from_form(request.POST.getlist("tools"), previous, usable)
     if chat is not None:
         chat.enabled_tools = selection

@@ -108,6 +108,7 @@ async def execute(
     turn_id: int | None = None,
     step: int | None = None,
     position: int | None = None,
+    lane: str = "",
     context: ToolContext | None = None,
     progress: Progress | None = None,
 ) -> Execution:
@@ -124,6 +125,7 @@ async def execute(
             "turn_id": turn_id,
             "step": step,
             "position": position,
+            "lane": lane,
             "tool_call_id": tool_call_id,
             "toolset": toolset_id,
             "tool": tool_name,

@@ -25,6 +25,9 @@ class ToolExecution(models.Model):
     )
     step = models.PositiveIntegerField(null=True, blank=True)
     position = models.PositiveIntegerField(null=True, blank=True)
+    # A call a subagent made: the path of delegation calls it worked for, each as "step-position"
+    # ("0-1", or "0-1/2-0" a level deeper); empty for the turn's own calls.
+    lane = models.CharField(max_length=100, blank=True, default="")
     tool_call_id = models.CharField(max_length=200)
     toolset = models.CharField(max_length=100, db_index=True)
     tool = models.CharField(max_length=100, db_index=True)
@@ -38,6 +41,9 @@ class ToolExecution(models.Model):
     started_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     duration_ms = models.PositiveIntegerField(null=True, blank=True)
+    # What the result was drawn from, numbered for citation within its turn:
+    # [{"n", "title", "url", "kind", "snippet"}].
+    sources = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["-started_at"]

@@ -752,3 +752,11 @@ them should break the page or hide text that already arrived.
 That is the end of this long answer. If you stopped it early, the last sentence you can read \
 is wherever the stream was when you pressed the button.
 """
+
+
+def week_plan_intro() -> str:
+    """The Workspace assistant's plan: what it looked at, then the week laid out."""
+    return (
+        "Here is a plan for your week: start each day with the most pressing open task, keep the "
+        "meetings below in view, and leave the afternoons for focused work."
+    )

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from . import answers
+from . import answers, delegating
 from .intents import Intent, detect_intents
 
 FAIL_BEFORE_TRIGGER = "[demo:fail-before]"
@@ -128,7 +128,17 @@ def plan_reply(messages: Sequence[Any], tools: Sequence[Any] | None, tool_choice
             return Plan(text=answers.FAIL_MID_TEXT, fail="mid")
         if SLOW_TRIGGER in user_text:
             return Plan(text=answers.SLOW_TEXT)
-        intents = detect_intents(user_text)
+        offered_names = set(offered.values()) | {
+            str(value_of(value_of(t, "function", {}), "name")) for t in tools or () if tool_choice != "none"
+        }
+        handed = delegating.delegations(user_text, offered_names)
+        if handed:
+            calls = []
+            for index, (_, name, arguments_dict) in enumerate(handed):
+                arguments = json.dumps(arguments_dict, ensure_ascii=False)
+                calls.append(PlannedCall(_call_id(index, name, arguments, messages), name, arguments))
+            return Plan(tool_calls=tuple(calls))
+        intents = detect_intents(user_text) or delegating.research_intents(user_text)
         usable = [i for i in intents if (i.toolset, i.tool) in offered]
         if usable:
             calls = []
@@ -143,6 +153,10 @@ def plan_reply(messages: Sequence[Any], tools: Sequence[Any] | None, tool_choice
 
     # After tool results, or told to stop using tools: answer from what was gathered this turn.
     results = collect_results(messages, user_index if user_index is not None else -1)
+    if results and all(r.name.startswith(delegating.DELEGATE) for r in results):
+        return Plan(text=delegating.delegation_answer(results))
+    if results and delegating.is_week_plan(user_text):
+        return Plan(text=answers.week_plan_intro() + "\n\n" + answers.results_answer(results, []))
     if results:
         missing: list[Intent] = []
         if offered:

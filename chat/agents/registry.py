@@ -1,0 +1,95 @@
+"""The agents: built-in ones from code (loaded once), and those an admin enabled."""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from functools import cache
+
+from toolsets import availability as toolset_availability
+from toolsets.registry import get_toolset
+
+from .base import DELEGATE_PREFIX, AgentSpec
+
+AGENT_MODULES: list[str] = [
+    "chat.agents.researcher",
+    "chat.agents.workspace",
+    "chat.agents.general",
+]
+
+
+@cache
+def builtin_agents() -> dict[str, AgentSpec]:
+    found: dict[str, AgentSpec] = {}
+    for path in AGENT_MODULES:
+        agent = importlib.import_module(path).agent
+        if not isinstance(agent, AgentSpec):
+            raise TypeError(f"{path}.agent is not an AgentSpec")
+        if agent.id in found:
+            raise ValueError(f"Duplicate agent id {agent.id!r}")
+        found[agent.id] = agent
+    return found
+
+
+def agents() -> dict[str, AgentSpec]:
+    """Every agent a chat may be offered, built-in first (blocking: reads the admin's agents,
+    kept in the shared cache until one changes)."""
+    from chat.models import AgentDefinition
+
+    found = dict(builtin_agents())
+    for row in AgentDefinition.enabled_rows():
+        if row.slug in found:
+            continue  # a built-in's name is taken; the admin form refuses it, this keeps it so
+        found[row.slug] = AgentSpec(
+            id=row.slug,
+            name=row.name,
+            description=row.description,
+            instructions=row.instructions,
+            toolsets=tuple(str(t) for t in row.toolsets or [] if isinstance(t, str)),
+            max_iterations=max(1, row.max_iterations),
+            model_id=row.model_id,
+            builtin=False,
+        )
+    return found
+
+
+def agent_for_tool(name: str, known: dict[str, AgentSpec] | None = None) -> AgentSpec | None:
+    if not name.startswith(DELEGATE_PREFIX):
+        return None
+    return (known if known is not None else agents()).get(name.removeprefix(DELEGATE_PREFIX))
+
+
+@dataclass(frozen=True)
+class AgentAvailability:
+    agent: AgentSpec
+    usable: bool
+    reason: str = ""
+
+
+def availability(
+    user_id: int,
+    known: dict[str, AgentSpec] | None = None,
+    toolsets: dict[str, toolset_availability.Availability] | None = None,
+) -> dict[str, AgentAvailability]:
+    """Like a toolset's: an agent whose toolsets are all unusable is unusable, with the reasons.
+    An agent that works with the chat's own tools, or with none, is always usable."""
+    toolsets = toolsets if toolsets is not None else toolset_availability.for_user(user_id)
+    result = {}
+    for agent_id, agent in (known if known is not None else agents()).items():
+        if not agent.toolsets:
+            result[agent_id] = AgentAvailability(agent, True)
+            continue
+        states = [toolsets[t] for t in agent.toolsets if t in toolsets]
+        if any(state.usable for state in states):
+            result[agent_id] = AgentAvailability(agent, True)
+            continue
+        names = [f"{state.toolset.name} ({state.reason})" for state in states] or [
+            _toolset_name(t) for t in agent.toolsets
+        ]
+        result[agent_id] = AgentAvailability(agent, False, "Needs " + " or ".join(names))
+    return result
+
+
+def _toolset_name(toolset_id: str) -> str:
+    toolset = get_toolset(toolset_id)
+    return toolset.name if toolset else toolset_id

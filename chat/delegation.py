@@ -1,0 +1,214 @@
+"""Running a `delegate_to_<agent>` call: a subagent with its own instructions, tools and limits,
+whose text streams into the delegation card and whose answer goes back to the supervisor.
+
+The subagent is the same agent loop with a `LaneSink`: its steps, text and tool cards land in
+the card (its lane is the path of the call, e.g. "0-1"), its messages and tool executions are
+stored with that lane, and its token usage counts in the turn's. It shares the turn's Stop, so
+Stop ends it and its tools like the rest of the turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from django.utils import timezone
+
+from chat.agent.loop import Agent, CancelToken, Model, Outcome
+from chat.agent.types import ToolCall, ToolResult
+from core.redact import redact
+from toolsets.models import ToolExecution
+
+from . import presenters, turn_store
+from .agents import AgentSpec
+from .agents.base import MAX_CONTEXT_LENGTH, MAX_TASK_LENGTH
+from .prompts import system_prompt
+from .selection import AGENTS
+from .streaming import TurnSink
+from .tools import ChatToolBox
+from .worker_loop import db
+
+# How long a stopped subagent gets to record what it had before its task is cancelled.
+STOP_GRACE_S = 5.0
+ModelFor = Callable[[AgentSpec], Awaitable[Model]]
+
+
+class Delegator:
+    def __init__(
+        self,
+        *,
+        sink: TurnSink,
+        cancel: CancelToken,
+        model_for: ModelFor,
+        user_id: int,
+        selection: dict[str, list[str]],
+        chat_limit: int,
+        max_depth: int,
+        depth: int = 0,
+        lane: str = "",
+    ) -> None:
+        self.sink = sink
+        self.cancel = cancel
+        self.model_for = model_for
+        self.user_id = user_id
+        self.selection = selection
+        self.chat_limit = chat_limit
+        self.max_depth = max_depth
+        self.depth = depth
+        self.lane = lane  # where the supervisor making these calls works ("" for the turn itself)
+
+    async def run(self, agent: AgentSpec, call: ToolCall, step: int, position: int) -> ToolResult:
+        task, context, problem = _arguments(call)
+        if problem:
+            message = f"Error (validation_error): {problem}"
+            return ToolResult(
+                call.id, message, is_error=True, data={"error_message": problem, "error_type": "validation_error"}
+            )
+        lane = f"{self.lane}/{step}-{position}" if self.lane else f"{step}-{position}"
+        info = presenters.delegation(agent.id, agent.name, lane, task=task, context=context)
+        started = time.monotonic()
+        record_id = await db(_open_record)(self, agent, call, step, position, info)
+        await self.sink.delegation_changed(self.lane, step, position, info)
+        work = asyncio.ensure_future(self._work(agent, lane, task, context))
+        try:
+            outcome, text = await asyncio.shield(work)
+        except asyncio.CancelledError:
+            # Stop: the shared token is set, so the subagent is stopping on its own; give it a
+            # moment to keep its partial answer, then close its card as stopped.
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(work, STOP_GRACE_S)
+            if not work.done():
+                work.cancel()
+            stopped = {
+                **info,
+                **presenters.delegation(agent.id, agent.name, lane, task=task, context=context, state="stopped"),
+            }
+            await asyncio.shield(db(_close_record)(record_id, "cancelled", stopped, "Stopped", started))
+            raise
+        except Exception as exc:  # a bug in the subagent's run must cost this call, not the turn
+            outcome, text = Outcome("failed", 0, error=f"{type(exc).__name__}: {exc}", error_kind="internal"), ""
+        state = {"completed": "done", "cancelled": "stopped"}.get(outcome.status, "failed")
+        final = presenters.delegation(agent.id, agent.name, lane, task=task, context=context, state=state, result=text)
+        status = {"done": "success", "stopped": "cancelled"}.get(state, "error")
+        error = redact(outcome.error) if state == "failed" else ""
+        duration = await db(_close_record)(record_id, status, final, error, started)
+        await self.sink.delegation_changed(self.lane, step, position, final)
+        data: dict[str, Any] = {"delegation": final, "execution_id": record_id, "duration_ms": duration}
+        if state == "failed":
+            data.update(error_message=f"{agent.name} could not finish: {error}", error_type="execution_error")
+            return ToolResult(call.id, f"Error (execution_error): {data['error_message']}", is_error=True, data=data)
+        if state == "stopped":
+            return ToolResult(call.id, "Error: stopped by the user before the agent finished.", True, True, data)
+        return ToolResult(call.id, text or f"{agent.name} finished without an answer.", data=data)
+
+    async def _work(self, agent: AgentSpec, lane: str, task: str, context: str) -> tuple[Outcome, str]:
+        sink = self.sink
+        child = None
+        if self.depth + 1 < self.max_depth:
+            child = Delegator(
+                sink=sink,
+                cancel=self.cancel,
+                model_for=self.model_for,
+                user_id=self.user_id,
+                selection=self.selection,
+                chat_limit=self.chat_limit,
+                max_depth=self.max_depth,
+                depth=self.depth + 1,
+                lane=lane,
+            )
+
+        async def progress(step: int, position: int, text: str, percent: float | None) -> None:
+            await sink.tool_progress(step, position, text, percent, lane)
+
+        toolbox = ChatToolBox(
+            user_id=self.user_id,
+            turn_id=sink.turn_id,
+            selection=self._selection_for(agent, delegating=child is not None),
+            on_progress=progress,
+            delegator=child,
+            lane=lane,
+        )
+        await db(toolbox.prepare)()
+        model = await self.model_for(agent)
+        brief = task + (f"\n\nContext from the conversation:\n{context}" if context else "")
+        messages = [
+            {"role": "system", "content": f"{agent.instructions}\n\n{system_prompt(timezone.now())}"},
+            {"role": "user", "content": brief},
+        ]
+        await db(turn_store.save_subagent_prompt)(sink.chat_id, sink.turn_id, lane, messages)
+        loop = Agent(
+            model, toolbox, sink.lane(lane), self.cancel, max_iterations=min(agent.max_iterations, self.chat_limit)
+        )
+        outcome = await loop.run(messages)
+        sink.subagent_usage.add(outcome.usage)
+        answers = [m for m in loop.messages if m.get("role") == "assistant" and m.get("content")]
+        return outcome, str(answers[-1]["content"]) if answers else ""
+
+    def _selection_for(self, agent: AgentSpec, *, delegating: bool) -> dict[str, list[str]]:
+        """The subagent's tools: its agent's toolsets (every tool of each), or for a general
+        agent the chat's own selection; agents only while it may delegate further."""
+        from toolsets.registry import all_toolsets
+
+        if agent.toolsets is None:
+            chosen = {k: list(v) for k, v in self.selection.items() if k != AGENTS}
+        else:
+            known = all_toolsets()
+            chosen = {t: [tool.name for tool in known[t].tools] for t in agent.toolsets if t in known}
+        if delegating and self.selection.get(AGENTS):
+            chosen[AGENTS] = list(self.selection[AGENTS])
+        return chosen
+
+
+def _arguments(call: ToolCall) -> tuple[str, str, str]:
+    """(task, context, problem): the supervisor's arguments, or what is wrong with them."""
+    try:
+        arguments = call.parsed_arguments()
+    except ValueError as exc:
+        return "", "", str(exc)
+    task, context = arguments.get("task"), arguments.get("context", "")
+    if not isinstance(task, str) or not task.strip():
+        return "", "", "task: a non-empty string is required"
+    if not isinstance(context, str):
+        return "", "", "context: must be a string"
+    if len(task) > MAX_TASK_LENGTH or len(context) > MAX_CONTEXT_LENGTH:
+        return "", "", f"task and context are limited to {MAX_TASK_LENGTH} and {MAX_CONTEXT_LENGTH} characters"
+    unknown = set(arguments) - {"task", "context"}
+    if unknown:
+        return "", "", f"unknown argument(s): {', '.join(sorted(unknown))}"
+    return task.strip(), context.strip(), ""
+
+
+def _open_record(
+    delegator: Delegator, agent: AgentSpec, call: ToolCall, step: int, position: int, info: dict[str, Any]
+) -> int:
+    record = ToolExecution.objects.create(
+        user_id=delegator.user_id,
+        turn_id=delegator.sink.turn_id,
+        lane=delegator.lane,
+        step=step,
+        position=position,
+        tool_call_id=call.id[:200],
+        toolset="agents",
+        tool=agent.id,
+        arguments={"task": info["task"], "context": info["context"]},
+        raw_arguments=call.arguments,
+        result={"delegation": info},
+    )
+    return record.pk
+
+
+def _close_record(record_id: int, status: str, info: dict[str, Any], error: str, started: float) -> int:
+    duration = int((time.monotonic() - started) * 1000)
+    ToolExecution.objects.filter(pk=record_id).update(
+        status=status,
+        result={"delegation": info},
+        error=error,
+        error_type="execution_error" if status == "error" else "",
+        finished_at=timezone.now(),
+        duration_ms=duration,
+        attempts=1,
+    )
+    return duration
