@@ -1,14 +1,16 @@
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from django import forms
 from django.contrib import admin
 from django.db import transaction
 from django.http import HttpRequest
 
 from core.secrets_form import SecretFieldsMixin
 
-from .models import AppSettings, Chat, LLMModel, Message, TokenUsage, Turn
+from .models import AgentDefinition, AppSettings, Chat, LLMModel, Message, TokenUsage, Turn
 
 
 class LLMModelForm(SecretFieldsMixin):
@@ -139,3 +141,40 @@ class AppSettingsAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+
+class AgentDefinitionForm(forms.ModelForm):
+    class Meta:
+        model = AgentDefinition
+        fields = ["name", "slug", "description", "instructions", "model", "toolsets", "max_iterations", "enabled"]
+
+    def clean_slug(self) -> str:
+        from .agents.registry import builtin_agents
+
+        slug = str(self.cleaned_data["slug"])
+        if not re.fullmatch(r"[a-z0-9_]{1,40}", slug):
+            raise forms.ValidationError("Use lowercase letters, digits and underscores only.")
+        if slug in builtin_agents():
+            raise forms.ValidationError("A built-in agent already has this name.")
+        return slug
+
+    def clean_toolsets(self) -> list[str]:
+        from toolsets.registry import all_toolsets
+
+        value = self.cleaned_data["toolsets"]
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            raise forms.ValidationError('A list of toolset ids, e.g. ["web", "exa"].')
+        unknown = [item for item in value if item not in all_toolsets()]
+        if unknown:
+            raise forms.ValidationError(
+                f"Unknown toolset(s): {', '.join(unknown)}. Known: {', '.join(all_toolsets())}."
+            )
+        return value
+
+
+@admin.register(AgentDefinition)
+class AgentDefinitionAdmin(admin.ModelAdmin):
+    form = AgentDefinitionForm
+    list_display = ["name", "slug", "model", "max_iterations", "enabled"]
+    list_filter = ["enabled"]
+    search_fields = ["name", "slug", "description"]

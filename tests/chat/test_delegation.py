@@ -128,3 +128,29 @@ def test_bad_delegation_arguments_are_a_validation_error_the_model_sees(user: An
         "ctx",
         "",
     )
+
+
+def test_admin_agent_is_offered_and_checked(user: Any, demo_model: Any) -> None:
+    from chat.admin import AgentDefinitionForm
+    from chat.agents import agents, availability
+
+    bad = AgentDefinitionForm(
+        data={"name": "X", "slug": "researcher", "description": "d", "instructions": "i", "toolsets": '["nope"]',
+              "max_iterations": 3, "enabled": True}  # fmt: skip
+    )
+    assert not bad.is_valid() and {"slug", "toolsets"} <= set(bad.errors)
+    form = AgentDefinitionForm(
+        data={"name": "Clock expert", "slug": "clock_expert", "description": "tells the time", "instructions": "i",
+              "toolsets": '["clock_math"]', "max_iterations": 2, "enabled": True}  # fmt: skip
+    )
+    assert form.is_valid(), form.errors
+    form.save()
+    known = agents()
+    assert known["clock_expert"].toolsets == ("clock_math",) and not known["clock_expert"].builtin
+    assert availability(user.pk)["clock_expert"].usable
+    # An agent whose every toolset is unusable is unusable, with the reason.
+    from toolsets.models import ToolsetConfig
+
+    ToolsetConfig.objects.update_or_create(toolset_id="clock_math", defaults={"enabled": False})
+    state = availability(user.pk)["clock_expert"]
+    assert not state.usable and "Clock & math (Disabled by administrator)" in state.reason
