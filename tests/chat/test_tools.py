@@ -1,0 +1,208 @@
+"""The chat's toolbox (chat/tools.py): it offers only the selected tools of toolsets usable right
+now, says which selected toolsets it skipped and why, runs a call at the place the loop gives it,
+and sends progress to the callback it was built with."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+
+from chat.agent.types import ToolCall
+from chat.models import Chat, Turn
+from chat.tools import TOOL_CALL_ID_LENGTH, ChatToolBox
+from toolsets import availability, registry
+from toolsets.availability import DISABLED_BY_ADMIN, DISABLED_BY_USER, NO_API_KEY
+from toolsets.base import ToolContext, Toolset, tool
+from toolsets.models import ToolExecution, ToolsetConfig, UserToolsetConfig
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@tool()
+def add(a: int, b: int = 1) -> dict[str, int]:
+    """Add two numbers."""
+    return {"sum": a + b}
+
+
+@tool()
+def halve(n: int) -> float:
+    """Halve a number."""
+    return n / 2
+
+
+@tool()
+def explode() -> str:
+    """Always fails."""
+    raise RuntimeError("disk on fire")
+
+
+@tool()
+def crunch(ctx: ToolContext) -> str:
+    """Report progress from a worker thread while it works."""
+    ctx.progress("warming up", 10)
+    time.sleep(0.01)
+    ctx.progress("almost there", 90.5)
+    return "crunched"
+
+
+def make_toolsets() -> dict[str, Toolset]:
+    return {
+        "maths": Toolset(id="maths", name="Maths", description="", tools=[add, halve, explode, crunch]),
+        "admin_off": Toolset(id="admin_off", name="Admin off", description="", tools=[add]),
+        "user_off": Toolset(id="user_off", name="User off", description="", tools=[add]),
+        "keyed": Toolset(id="keyed", name="Keyed", description="", tools=[add], needs_api_key=True),
+        "unpicked": Toolset(id="unpicked", name="Unpicked", description="", tools=[add]),
+    }
+
+
+@pytest.fixture(autouse=True)
+def toolsets(monkeypatch: pytest.MonkeyPatch) -> dict[str, Toolset]:
+    found = make_toolsets()
+    # The toolbox, availability and the executor's resolve() all see only these toolsets.
+    monkeypatch.setattr("chat.tools.all_toolsets", lambda: found)
+    monkeypatch.setattr(availability, "all_toolsets", lambda: found)
+    monkeypatch.setattr(registry, "all_toolsets", lambda: found)
+    return found
+
+
+@pytest.fixture
+def turn_id(user: Any) -> int:
+    chat = Chat.objects.create(owner=user)
+    return Turn.objects.create(chat=chat, status=Turn.Status.RUNNING).pk
+
+
+def offered(box: ChatToolBox) -> list[str]:
+    return [spec["function"]["name"] for spec in box.specs()]
+
+
+def test_only_selected_tools_of_usable_toolsets_are_offered(user: Any) -> None:
+    ToolsetConfig.objects.create(toolset_id="admin_off", enabled=False)
+    UserToolsetConfig.objects.create(user=user, toolset_id="user_off", enabled=False)
+    box = ChatToolBox(
+        user_id=user.pk,
+        turn_id=1,
+        selection={"maths": ["add", "halve"], "admin_off": ["add"], "user_off": ["add"], "keyed": ["add"]},
+    )
+
+    box.prepare()
+
+    assert offered(box) == ["toolset__maths__add", "toolset__maths__halve"]
+    assert box.skipped == [
+        f"Admin off ({DISABLED_BY_ADMIN})",
+        f"User off ({DISABLED_BY_USER})",
+        f"Keyed ({NO_API_KEY})",
+    ]
+
+
+def test_an_offered_tool_is_described_by_its_own_schema(user: Any, toolsets: dict[str, Toolset]) -> None:
+    box = ChatToolBox(user_id=user.pk, turn_id=1, selection={"maths": ["add"]})
+    box.prepare()
+
+    [spec] = box.specs()
+
+    assert spec == {
+        "type": "function",
+        "function": {"name": "toolset__maths__add", "description": add.description, "parameters": add.parameters},
+    }
+    assert spec["function"]["parameters"]["required"] == ["a"]
+
+
+def test_a_toolset_becomes_usable_once_its_key_is_given(user: Any) -> None:
+    box = ChatToolBox(user_id=user.pk, turn_id=1, selection={"keyed": ["add"]})
+    box.prepare()
+    assert offered(box) == [] and box.skipped == [f"Keyed ({NO_API_KEY})"]
+
+    UserToolsetConfig.objects.create(user=user, toolset_id="keyed", api_key="key-123456789")
+    box.prepare()  # once per turn: nothing from the last one is left over
+
+    assert offered(box) == ["toolset__keyed__add"] and box.skipped == []
+
+
+def test_nothing_selected_means_nothing_offered_or_skipped(user: Any) -> None:
+    ToolsetConfig.objects.create(toolset_id="admin_off", enabled=False)
+    box = ChatToolBox(user_id=user.pk, turn_id=1, selection={})
+    box.prepare()
+
+    assert (box.specs(), box.skipped) == ([], [])
+
+
+async def test_a_call_is_recorded_at_the_place_the_loop_gives_it(user: Any, turn_id: int) -> None:
+    box = ChatToolBox(user_id=user.pk, turn_id=turn_id, selection={"maths": ["add"]})
+    # The provider's id is the same for both calls (some servers send "call_0" every time).
+    first = await box.run(ToolCall("call_0", "toolset__maths__add", '{"a": 2}'), 3, 1)
+    second = await box.run(ToolCall("call_0", "toolset__maths__add", '{"a": 5, "b": 5}'), 4, 0)
+
+    records = [await ToolExecution.objects.aget(pk=r.data["execution_id"]) for r in (first, second)]
+    assert [(r.turn_id, r.step, r.position, r.tool_call_id, r.result) for r in records] == [
+        (turn_id, 3, 1, "call_0", {"sum": 3}),
+        (turn_id, 4, 0, "call_0", {"sum": 10}),
+    ]
+    assert {r.user_id for r in records} == {user.pk}
+    assert (first.call_id, first.content, first.is_error) == ("call_0", '{"sum": 3}', False)
+    assert first.data["result"] == {"sum": 3} and first.data["arguments"] == {"a": 2}
+
+
+async def test_a_failing_tool_is_an_error_result(user: Any, turn_id: int) -> None:
+    box = ChatToolBox(user_id=user.pk, turn_id=turn_id, selection={"maths": ["explode"]})
+
+    result = await box.run(ToolCall("c", "toolset__maths__explode", "{}"), 0, 0)
+
+    assert result.is_error and result.content.startswith("Error (execution_error):")
+    assert "disk on fire" in result.content
+    assert result.data["error_type"] == "execution_error" and "result" not in result.data
+
+
+async def test_arguments_the_model_sent_are_validated_as_sent(user: Any, turn_id: int) -> None:
+    box = ChatToolBox(user_id=user.pk, turn_id=turn_id, selection={"maths": ["add"]})
+
+    result = await box.run(ToolCall("c", "toolset__maths__add", '{"a": 1,'), 0, 0)
+
+    assert result.is_error and result.data["error_type"] == "validation_error"
+    assert result.data["arguments"] == '{"a": 1,'  # what the model sent, for its card
+    record = await ToolExecution.objects.aget(pk=result.data["execution_id"])
+    assert record.raw_arguments == '{"a": 1,'
+
+
+async def test_a_long_provider_id_is_cut_for_the_record_only(user: Any, turn_id: int) -> None:
+    long_id = "call_" + "s" * 500  # Gemini's ids carry a signature
+    box = ChatToolBox(user_id=user.pk, turn_id=turn_id, selection={"maths": ["add"]})
+
+    result = await box.run(ToolCall(long_id, "toolset__maths__add", '{"a": 1}'), 0, 0)
+
+    assert result.call_id == long_id
+    record = await ToolExecution.objects.aget(pk=result.data["execution_id"])
+    assert record.tool_call_id == long_id[:TOOL_CALL_ID_LENGTH]
+
+
+async def test_progress_goes_to_the_callback_with_the_calls_place(user: Any, turn_id: int) -> None:
+    reports: list[tuple[int, int, str, float | None]] = []
+
+    async def on_progress(step: int, position: int, text: str, percent: float | None) -> None:
+        reports.append((step, position, text, percent))
+
+    box = ChatToolBox(
+        user_id=user.pk,
+        turn_id=turn_id,
+        selection={"maths": ["crunch"]},
+        on_progress=on_progress,
+    )
+
+    result = await box.run(ToolCall("c", "toolset__maths__crunch", "{}"), 2, 3)
+    for _ in range(20):  # reports hop from the tool's thread onto this loop
+        if len(reports) == 2:
+            break
+        await asyncio.sleep(0.01)
+
+    assert result.content == "crunched"  # a text result reaches the model as it is
+    assert reports == [(2, 3, "warming up", 10), (2, 3, "almost there", 90.5)]
+
+
+async def test_progress_without_a_callback_is_dropped(user: Any, turn_id: int) -> None:
+    box = ChatToolBox(user_id=user.pk, turn_id=turn_id, selection={"maths": ["crunch"]})
+
+    result = await box.run(ToolCall("c", "toolset__maths__crunch", "{}"), 0, 0)
+
+    assert not result.is_error
