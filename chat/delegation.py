@@ -21,6 +21,7 @@ from chat.agent.loop import Agent, CancelToken, Model, Outcome
 from chat.agent.types import ToolCall, ToolResult
 from core.redact import redact
 from toolsets.models import ToolExecution
+from toolsets.sources import SourceBook
 
 from . import presenters, turn_store
 from .agents import AgentSpec
@@ -47,6 +48,7 @@ class Delegator:
         selection: dict[str, list[str]],
         chat_limit: int,
         max_depth: int,
+        sources: SourceBook,
         depth: int = 0,
         lane: str = "",
     ) -> None:
@@ -59,6 +61,7 @@ class Delegator:
         self.max_depth = max_depth
         self.depth = depth
         self.lane = lane  # where the supervisor making these calls works ("" for the turn itself)
+        self.sources = sources
 
     async def run(self, agent: AgentSpec, call: ToolCall, step: int, position: int) -> ToolResult:
         task, context, problem = _arguments(call)
@@ -116,6 +119,7 @@ class Delegator:
                 selection=self.selection,
                 chat_limit=self.chat_limit,
                 max_depth=self.max_depth,
+                sources=self.sources,
                 depth=self.depth + 1,
                 lane=lane,
             )
@@ -130,6 +134,7 @@ class Delegator:
             on_progress=progress,
             delegator=child,
             lane=lane,
+            sources=self.sources,
         )
         await db(toolbox.prepare)()
         model = await self.model_for(agent)

@@ -201,13 +201,17 @@ class Turn(models.Model):
         """The turn, row-locked, if it is still running (call inside a transaction)."""
         return cls.objects.select_for_update().filter(pk=pk, status=cls.Status.RUNNING).first()
 
-    def close(self, status: str, **fields: Any) -> None:
-        """running → a final status, with what the run produced (error, usage, notices…)."""
+    def close(self, status: str, **fields: Any) -> bool:
+        """running → a final status, with what the run produced (error, usage, notices…).
+        False, and nothing changed, if the turn was not running any more (e.g. the reaper
+        closed it as interrupted while its worker was stalled)."""
         fields.setdefault("finished_at", timezone.now())
-        type(self).objects.filter(pk=self.pk).update(status=status, **fields)
+        if not type(self).objects.filter(pk=self.pk, status=self.Status.RUNNING).update(status=status, **fields):
+            return False
         self.status = status
         for name, value in fields.items():
             setattr(self, name, value)
+        return True
 
 
 class Message(models.Model):

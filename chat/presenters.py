@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 from typing import Any
 
@@ -21,7 +21,8 @@ from toolsets.availability import DISABLED_BY_ADMIN
 from toolsets.base import humanize, split_qualified_name
 from toolsets.registry import get_toolset, resolve
 
-from . import dom, summaries, usage
+from . import citations, dom, summaries, tool_content, usage
+from .citations import Citations
 from .live import LiveTurn
 from .models import Message, Turn
 from .rendering import RenderedText, fingerprint, render_complete, render_text, tail_patch
@@ -112,6 +113,8 @@ def card(
         "summary": summary,
         "arguments": "" if arguments in (None, "") else pretty_json(arguments),
         "result": result_text[:RESULT_DISPLAY_LIMIT],
+        # Content blocks (MCP tools) render by type instead of as JSON.
+        "content_html": tool_content.render(result) if result is not None else None,
         "result_truncated": truncated,
         "full_result_url": reverse("toolsets:execution", args=[execution_id]) if truncated and execution_id else "",
         "error": error,
@@ -147,7 +150,9 @@ def delegation(
     }
 
 
-def _with_lane(card_view: dict[str, Any], turn_id: int, lane_steps: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+def _with_lane(
+    card_view: dict[str, Any], turn_id: int, lane_steps: dict[str, list[dict[str, Any]]], cite: Citations | None = None
+) -> dict[str, Any]:
     """A delegation card, ready to render: its subagent's steps and its result."""
     found = card_view.get("delegation")
     if not found:
@@ -156,7 +161,7 @@ def _with_lane(card_view: dict[str, Any], turn_id: int, lane_steps: dict[str, li
     view = dict(found)
     view["prefix"] = dom.lane(turn_id, lane)
     view["steps"] = lane_steps.get(lane, [])
-    view["result_html"] = render_complete(found["result"]) if found.get("result") else ""
+    view["result_html"] = citations.link(render_complete(found["result"]), cite) if found.get("result") else ""
     return {**card_view, "delegation": view}
 
 
@@ -169,25 +174,42 @@ def _live_lane_steps(live: LiveTurn) -> dict[str, list[dict[str, Any]]]:
     """Step views of every subagent lane of a live turn, inner lanes first so outer cards can
     show them."""
     views: dict[str, list[dict[str, Any]]] = {}
+    cite = citations.by_number(live.sources, live.id)
     for lane in sorted(live.lanes, key=_depth_first):
         prefix = dom.lane(live.id, lane)
         views[lane] = [
-            step(prefix, s.index, text=s.text, cards=[_with_lane(c, live.id, views) for c in s.cards], state=s.state)
+            step(
+                prefix,
+                s.index,
+                text=s.text,
+                cards=[_with_lane(c, live.id, views, cite) for c in s.cards],
+                state=s.state,
+                cite=cite,
+            )
             for s in live.lanes[lane]
         ]
     return views
 
 
 def step(
-    turn_id: int | str, index: int, *, text: str, cards: list[dict[str, Any]], state: str, html: str | None = None
+    turn_id: int | str,
+    index: int,
+    *,
+    text: str,
+    cards: list[dict[str, Any]],
+    state: str,
+    html: str | None = None,
+    cite: Citations | None = None,
 ) -> dict[str, Any]:
     """`state`: streaming | complete | stopped | failed. `html`: the finished text, already
-    rendered (a stored message)."""
+    rendered (a stored message). `cite`: the turn's sources, to link the text's [n] to."""
     if html is not None and state != "streaming":
         blocks, tail, tail_html = [html], "", ""
     else:
         rendered = render_text(text, complete=state != "streaming")
         blocks, tail, tail_html = rendered.blocks, rendered.tail, rendered.tail_html
+    if cite:
+        blocks = [citations.link(block, cite) for block in blocks]
     return {
         "turn_id": turn_id,
         "index": index,
@@ -210,6 +232,7 @@ def turn(
     seq: int = 0,
     finish_reason: str | None = None,
     usage_view: dict[str, Any] | None = None,
+    sources: Iterable[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
     """`finish_reason`: why the turn's last model call ended; "length" on a completed turn
     offers to continue the answer."""
@@ -225,14 +248,23 @@ def turn(
         "can_continue": can_continue,
         "continue_url": reverse("chat:continue", args=[turn_id]) if can_continue else "",
         "usage": usage_view if status not in ("queued", "running") else None,
+        "sources": citations.source_views(turn_id, sources),
     }
 
 
 def turn_from_live(live: LiveTurn) -> dict[str, Any]:
     """A running turn's live state → turn view."""
     lanes = _live_lane_steps(live)
+    cite = citations.by_number(live.sources, live.id)
     steps = [
-        step(live.id, s.index, text=s.text, cards=[_with_lane(c, live.id, lanes) for c in s.cards], state=s.state)
+        step(
+            live.id,
+            s.index,
+            text=s.text,
+            cards=[_with_lane(c, live.id, lanes, cite) for c in s.cards],
+            state=s.state,
+            cite=cite,
+        )
         for s in live.steps
     ]
     calls: list[tuple[int, int | None, int | None]] = [
@@ -247,6 +279,7 @@ def turn_from_live(live: LiveTurn) -> dict[str, Any]:
         seq=live.seq,
         finish_reason=live.finish_reason,
         usage_view=usage.view(live.usage, calls),
+        sources=live.sources,
     )
 
 
@@ -260,10 +293,14 @@ def turn_from_db(turn_obj: Any, messages: list[Any], executions: list[Any]) -> d
         if message.role == "assistant":
             by_lane[message.lane].append(message)
     lane_steps: dict[str, list[dict[str, Any]]] = {}
+    sources = citations.from_executions(executions)
+    cite = citations.by_number(sources, turn_obj.pk)
     # Inner lanes first: a subagent's card inside another subagent's needs its steps ready.
     for lane in sorted(by_lane, key=_depth_first):
         prefix = dom.lane(turn_obj.pk, lane)
-        lane_steps[lane] = [_stored_step(turn_obj.pk, prefix, lane, m, by_place, lane_steps) for m in by_lane[lane]]
+        lane_steps[lane] = [
+            _stored_step(turn_obj.pk, prefix, lane, m, by_place, lane_steps, cite) for m in by_lane[lane]
+        ]
     steps = lane_steps.get("", [])
     answers = [m for m in messages if m.role == "assistant" and not m.lane]
     calls = [(m.step or 0, m.prompt_tokens, m.completion_tokens) for m in answers]
@@ -275,6 +312,7 @@ def turn_from_db(turn_obj: Any, messages: list[Any], executions: list[Any]) -> d
         error=turn_obj.error,
         finish_reason=answers[-1].finish_reason if answers else None,
         usage_view=usage.view(turn_obj.usage, calls),
+        sources=sources,
     )
 
 
@@ -285,16 +323,17 @@ def _stored_step(
     message: Any,
     by_place: dict[tuple[str, int | None, int | None], Any],
     lane_steps: dict[str, list[dict[str, Any]]],
+    cite: Citations,
 ) -> dict[str, Any]:
     cards = []
     for position, call in enumerate(message.tool_calls or []):
         execution = by_place.get((lane, message.step, position))
         found = card_from_execution(prefix, message.step or 0, position, call.get("function", {}), call, execution)
-        cards.append(_with_lane(found, turn_id, lane_steps))
+        cards.append(_with_lane(found, turn_id, lane_steps, cite))
     meta = message.metadata or {}
     state = "stopped" if meta.get("stopped") else "failed" if meta.get("failed") else "complete"
     html = message.html if message.html_key == fingerprint() else None
-    return step(prefix, message.step or 0, text=message.content, cards=cards, state=state, html=html)
+    return step(prefix, message.step or 0, text=message.content, cards=cards, state=state, html=html, cite=cite)
 
 
 def card_from_execution(
@@ -414,15 +453,23 @@ def new_card_fragment(turn_id: int | str, index: int, card_view: dict[str, Any])
 
 def card_fragment(card_view: dict[str, Any], live: LiveTurn | None = None) -> str:
     if live is not None and card_view.get("delegation"):
-        card_view = _with_lane(card_view, live.id, _live_lane_steps(live))
+        card_view = _with_lane(card_view, live.id, _live_lane_steps(live), citations.by_number(live.sources, live.id))
     return render("chat/_tool_card.html", {"card": card_view, "oob": True})
 
 
 def cards_fragment(prefix: int | str, index: int, cards: list[dict[str, Any]], live: LiveTurn | None = None) -> str:
     if live is not None and any(c.get("delegation") for c in cards):
         lanes = _live_lane_steps(live)
-        cards = [_with_lane(c, live.id, lanes) for c in cards]
+        cite = citations.by_number(live.sources, live.id)
+        cards = [_with_lane(c, live.id, lanes, cite) for c in cards]
     return render("chat/_tool_cards.html", {"turn_id": prefix, "step_index": index, "cards": cards, "oob": True})
+
+
+def sources_fragment(turn_id: int, sources: list[dict[str, Any]]) -> str:
+    return render(
+        "chat/_sources.html",
+        {"turn_id": turn_id, "sources": citations.source_views(turn_id, sources), "oob": True},
+    )
 
 
 class StepText:
@@ -439,14 +486,14 @@ class StepText:
     def html(self) -> str:
         return "".join(self.blocks)
 
-    def fragments(self, text: str, *, complete: bool) -> tuple[str, bool]:
-        """(the fragments, whether a block finished)."""
+    def fragments(self, text: str, *, complete: bool, cite: Citations | None = None) -> tuple[str, bool]:
+        """(the fragments, whether a block finished). Finished blocks link their citations;
+        `blocks` keeps them as rendered (a page view links them the same way)."""
         rendered: RenderedText = render_text(text, complete=complete, already=len(self.blocks))
         html = []
         if rendered.blocks:
-            html.append(
-                f'<div hx-swap-oob="beforeend:#{dom.blocks(self.turn_id, self.index)}">{"".join(rendered.blocks)}</div>'
-            )
+            linked = "".join(citations.link(block, cite) for block in rendered.blocks)
+            html.append(f'<div hx-swap-oob="beforeend:#{dom.blocks(self.turn_id, self.index)}">{linked}</div>')
         patch = tail_patch(*self._tail, rendered, complete=complete)
         tail_id = dom.tail(self.turn_id, self.index)
         if patch is not None and patch.replace:

@@ -20,7 +20,7 @@ from chat.agent.loop import Outcome
 from chat.agent.types import AssistantMessage, ToolCall, ToolResult, Usage
 from core.redact import redact
 
-from . import dom, presenters, turn_store
+from . import citations, dom, presenters, turn_store
 from .live import LiveTurn
 from .models import Turn
 from .rendering import fingerprint
@@ -78,7 +78,8 @@ class TurnSink:
 
     def _text_fragments(self, key: tuple[str, int], *, complete: bool) -> str:
         lane, index = key
-        html, finished = self._texts[key].fragments(self.live.step(index, lane).text, complete=complete)
+        cite = citations.by_number(self.live.sources, self.turn_id)
+        html, finished = self._texts[key].fragments(self.live.step(index, lane).text, complete=complete, cite=cite)
         self._block_finished = self._block_finished or finished
         return html
 
@@ -211,7 +212,13 @@ class TurnSink:
         self.live.step(step, lane).cards[position] = card
         self._progress_sent.pop((lane, step, position), None)
         await db(turn_store.save_tool_result)(self.chat_id, self.turn_id, step, position, call.id, result, lane)
-        await self.flush(presenters.card_fragment(card, self.live))
+        html = presenters.card_fragment(card, self.live)
+        known = {s["n"] for s in self.live.sources}
+        new = [s for s in data.get("sources") or [] if s["n"] not in known]
+        if new:
+            self.live.sources = sorted([*self.live.sources, *new], key=lambda s: s["n"])
+            html += presenters.sources_fragment(self.live.id, self.live.sources)
+        await self.flush(html)
 
     async def tool_progress(self, step: int, position: int, text: str, percent: float | None, lane: str = "") -> None:
         """A running tool's report; pushed at most every PROGRESS_INTERVAL_S per card."""
@@ -272,7 +279,7 @@ class TurnSink:
         }
         self.live.finish(str(status), error=error, finish_reason=outcome.finish_reason, usage=tokens)
         await self._checkpoint_done()
-        await db(turn_store.finish)(
+        closed = await db(turn_store.finish)(
             self.turn,
             status,
             iterations=outcome.iterations,
@@ -282,6 +289,11 @@ class TurnSink:
             first_token_at=self.first_token_at,
             **tokens,
         )
+        if not closed:
+            # Someone closed the turn first (the reaper took this worker for dead): that end
+            # stands, and the page shows it.
+            log.warning("Turn %s was closed before its worker finished it", self.turn_id)
+            self.live.finish(str(Turn.Status.INTERRUPTED), error=turn_store.INTERRUPTED_ERROR, usage=tokens)
         await self.flush(presenters.turn_state_fragment(self.live))
 
 

@@ -13,6 +13,7 @@ from chat.agent.types import ToolCall, ToolResult
 from toolsets import availability, executor
 from toolsets.base import qualified_name
 from toolsets.registry import all_toolsets
+from toolsets.sources import SourceBook
 
 from . import agents
 from .agents import AgentSpec
@@ -35,6 +36,7 @@ class ChatToolBox:
         on_progress: ProgressCallback | None = None,
         delegator: Any = None,
         lane: str = "",
+        sources: SourceBook | None = None,
     ) -> None:
         self.user_id = user_id
         self.turn_id = turn_id
@@ -44,6 +46,8 @@ class ChatToolBox:
         # A subagent's toolbox: the path of the delegation call its work belongs to.
         self.lane = lane
         self.agents: dict[str, AgentSpec] = {}  # tool name → agent
+        # The turn's numbered sources: one book for the turn and every subagent in it.
+        self.sources = sources if sources is not None else SourceBook()
         self._specs: list[dict[str, Any]] = []
         # Where a tool's progress reports go: (step, position, text, percent).
         self.on_progress = on_progress
@@ -119,6 +123,7 @@ class ChatToolBox:
             step=step,
             position=position,
             lane=self.lane,
+            sources=self.sources,
             progress=self._progress_reporter(step, position),
         )
         content = execution.model_content(int(settings.TESSERA["TOOL_RESULT_MODEL_LIMIT"]))
@@ -127,6 +132,8 @@ class ChatToolBox:
             "duration_ms": execution.duration_ms,
             "execution_id": execution.record_id,
         }
+        if execution.sources:
+            data["sources"] = list(execution.sources)
         if execution.error is None:
             data["result"] = execution.result
         else:

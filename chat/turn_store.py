@@ -133,8 +133,9 @@ def finish(
     prompt_tokens: int,
     completion_tokens: int,
     first_token_at: float | None,
-) -> None:
-    turn.close(
+) -> bool:
+    """False if the turn had been closed already (it keeps that end)."""
+    return turn.close(
         status,
         iterations=iterations,
         error=error,

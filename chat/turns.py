@@ -16,6 +16,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from chat.agent.loop import Agent, CancelToken, Outcome
+from toolsets.sources import SourceBook
 
 from . import live, presenters, turn_store, worker_loop
 from .agents import AgentSpec
@@ -94,6 +95,7 @@ async def _run_claimed(turn: Turn, redis: Any, watch: TurnWatch) -> None:
             own = await db(LLMModel.objects.filter(pk=agent.model_id, enabled=True).first)() if agent.model_id else None
             return _model(own or llm)
 
+        sources = SourceBook()
         delegator = None
         if app.max_delegation_depth >= 1:
             delegator = Delegator(
@@ -104,6 +106,7 @@ async def _run_claimed(turn: Turn, redis: Any, watch: TurnWatch) -> None:
                 selection=chat.enabled_tools or {},
                 chat_limit=chat_limit,
                 max_depth=app.max_delegation_depth,
+                sources=sources,
             )
         toolbox = ChatToolBox(
             user_id=chat.owner_id,
@@ -111,6 +114,7 @@ async def _run_claimed(turn: Turn, redis: Any, watch: TurnWatch) -> None:
             selection=chat.enabled_tools,
             on_progress=sink.tool_progress,
             delegator=delegator,
+            sources=sources,
         )
         await db(toolbox.prepare)()
         if toolbox.skipped:
@@ -139,6 +143,7 @@ def _model(llm: LLMModel) -> Any:
             extra=llm.litellm_kwargs(),
             retries=int(settings.TESSERA["PROVIDER_RETRIES"]),
             backoff_s=settings.TESSERA["PROVIDER_BACKOFF_S"],
+            fast_path=bool(settings.TESSERA["FAST_PATH"]),
         )
     )
 

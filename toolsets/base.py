@@ -59,6 +59,11 @@ class Tool:
     status_text: StatusText | None = None
     wants_context: bool = False
     toolset_id: str = ""
+    # What a result was drawn from, for citations: result → [toolsets.sources.source(...)].
+    sources: Callable[[Any], list[dict[str, str]]] | None = None
+    # What the model reads of a result, when the JSON of it is not it (e.g. a result carrying
+    # images: the model gets their description, the card shows them).
+    model_text: Callable[[Any], str] | None = None
 
     @property
     def is_async(self) -> bool:
@@ -84,6 +89,15 @@ class Toolset:
     enabled_by_default: bool = True
     # Shown before a tool's name on its card ("Exa: Search"); defaults to `name`.
     short_name: str = ""
+    # Toolsets configured in the database (MCP servers) carry their own admin switch.
+    enabled: bool = True
+    # The user must give their own credential: the app-level key is never used for it.
+    user_key_only: bool = False
+    # A live condition beyond the settings (e.g. "Server unreachable"): () → (reason, detail),
+    # ("", "") while usable. Must not touch the database (availability calls it per user).
+    status_check: Callable[[], tuple[str, str]] | None = None
+    # A partial the settings page includes in the toolset's card, with `state` in its context.
+    card_template: str = ""
 
     @property
     def label(self) -> str:
@@ -139,6 +153,7 @@ def tool(
     rate_limit_key: str = "",
     summarize: Summarizer | None = None,
     status_text: StatusText | None = None,
+    sources: Callable[[Any], list[dict[str, str]]] | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]:
     """Turns a typed function into a Tool."""
 
@@ -158,6 +173,7 @@ def tool(
             summarize=summarize,
             status_text=status_text,
             wants_context=wants_context,
+            sources=sources,
         )
 
     return wrap

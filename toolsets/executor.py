@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,6 +26,9 @@ from .availability import Availability
 from .base import Tool, ToolContext, ToolFailure, Toolset
 from .models import ToolExecution
 from .registry import resolve
+from .sources import Source, SourceBook
+
+log = logging.getLogger(__name__)
 
 ErrorType = str  # one of ERROR_TYPES
 ERROR_TYPES = (
@@ -75,6 +79,7 @@ class Execution:
     duration_ms: int = 0
     record_id: int | None = None
     availability: Availability | None = None
+    sources: list[Source] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -87,7 +92,15 @@ class Execution:
             if self.error.details:
                 text += "\n" + "\n".join(f"- {detail}" for detail in self.error.details)
             return text
-        text = self.result if isinstance(self.result, str) else json.dumps(self.result, ensure_ascii=False, default=str)
+        result = self.result
+        if self.sources:
+            # The numbers the model cites the result's sources by travel with the result.
+            cite = [{"n": s["n"], "title": s["title"], "url": s["url"] or s["kind"]} for s in self.sources]
+            result = {**result, "sources": cite} if isinstance(result, dict) else {"result": result, "sources": cite}
+        if self.tool is not None and self.tool.model_text is not None:
+            text = self.tool.model_text(self.result)
+        else:
+            text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
         if len(text) > limit:
             return (
                 text[:limit]
@@ -109,6 +122,7 @@ async def execute(
     step: int | None = None,
     position: int | None = None,
     lane: str = "",
+    sources: SourceBook | None = None,
     context: ToolContext | None = None,
     progress: Progress | None = None,
 ) -> Execution:
@@ -173,6 +187,11 @@ async def execute(
                 break
             await asyncio.sleep(BACKOFF_S * 2 ** (attempts - 1))
     execution.duration_ms = int((time.monotonic() - started) * 1000)
+    if execution.error is None and tool_ is not None and tool_.sources is not None and sources is not None:
+        try:
+            execution.sources = sources.add(tool_.sources(execution.result))
+        except Exception:  # a result the extractor did not expect costs its citations, nothing else
+            log.warning("Reading sources of %s failed", name, exc_info=True)
     await _finish_record(record, execution, attempts)
     return execution
 
@@ -278,11 +297,14 @@ def _finish_record(record: ToolExecution, execution: Execution, attempts: int) -
     if execution.error is None:
         record.status = ToolExecution.Status.SUCCESS
         record.result = _jsonable(execution.result)
+        record.sources = list(execution.sources)
     else:
         record.status = ToolExecution.Status.ERROR
         record.error = execution.error.full_message
         record.error_type = execution.error.type
-    record.save(update_fields=["finished_at", "duration_ms", "attempts", "status", "result", "error", "error_type"])
+    record.save(
+        update_fields=["finished_at", "duration_ms", "attempts", "status", "result", "error", "error_type", "sources"]
+    )
 
 
 def _jsonable(value: Any) -> Any:

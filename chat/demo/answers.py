@@ -185,6 +185,7 @@ def _search_block(result: dict[str, Any], arguments: dict[str, Any]) -> str | No
     if not items:
         return f'The search for "{query}" found nothing.'
     lines = [f'Here\'s what I found for "{query}":', ""]
+    numbers = {s.get("url"): s.get("n") for s in _sources(result)}
     for item in items[:5]:
         if not isinstance(item, dict):
             continue
@@ -194,8 +195,31 @@ def _search_block(result: dict[str, Any], arguments: dict[str, Any]) -> str | No
         published = item.get("published_date") or item.get("publishedDate")
         if published:
             line += f" ({str(published)[:10]})"
+        if numbers.get(url):
+            line += f" [{numbers[url]}]"
         lines.append(line)
     return "\n".join(lines)
+
+
+def _sources(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The numbered sources a tool result carries (see the executor): what the demo cites."""
+    found = data.get("sources")
+    return [s for s in found if isinstance(s, dict) and isinstance(s.get("n"), int)] if isinstance(found, list) else []
+
+
+def cite_marks(data: dict[str, Any], limit: int = 5) -> str:
+    return "".join(f" [{s['n']}]" for s in _sources(data)[:limit])
+
+
+def with_citations(block: str, data: dict[str, Any]) -> str:
+    """The block with its result's source numbers after its first sentence or paragraph."""
+    marks = cite_marks(data)
+    if not marks or "[" + str(_sources(data)[0]["n"]) + "]" in block:
+        return block
+    head, sep, rest = block.partition("\n\n")
+    if head.startswith(":::component"):
+        return marks.strip() + "\n\n" + block
+    return head.rstrip() + marks + sep + rest
 
 
 def _page_block(result: dict[str, Any], arguments: dict[str, Any]) -> str | None:
@@ -625,6 +649,8 @@ def results_answer(results: Iterable[ToolResult], missing: Sequence[Intent] = ()
                     continue
             elif tool in _BLOCK_RENDERERS:
                 rendered = _BLOCK_RENDERERS[tool](data, item.arguments)
+                if rendered:
+                    rendered = with_citations(rendered, data)
         blocks.append(rendered or f"The {_inline_code(tool)} tool returned {_inline_code(summarize_json(data))}.")
     parts = ([_join_phrases(phrases)] if phrases else []) + blocks
     if missing:

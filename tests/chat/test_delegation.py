@@ -134,14 +134,11 @@ def test_admin_agent_is_offered_and_checked(user: Any, demo_model: Any) -> None:
     from chat.admin import AgentDefinitionForm
     from chat.agents import agents, availability
 
-    bad = AgentDefinitionForm(
-        data={"name": "X", "slug": "researcher", "description": "d", "instructions": "i", "toolsets": '["nope"]',
-              "max_iterations": 3, "enabled": True}  # fmt: skip
-    )
+    fields = {"name": "X", "description": "d", "instructions": "i", "max_iterations": 3, "enabled": True}
+    bad = AgentDefinitionForm(data={**fields, "slug": "researcher", "toolsets": '["nope"]'})
     assert not bad.is_valid() and {"slug", "toolsets"} <= set(bad.errors)
     form = AgentDefinitionForm(
-        data={"name": "Clock expert", "slug": "clock_expert", "description": "tells the time", "instructions": "i",
-              "toolsets": '["clock_math"]', "max_iterations": 2, "enabled": True}  # fmt: skip
+        data={**fields, "name": "Clock expert", "slug": "clock_expert", "toolsets": '["clock_math"]'}
     )
     assert form.is_valid(), form.errors
     form.save()
@@ -154,3 +151,27 @@ def test_admin_agent_is_offered_and_checked(user: Any, demo_model: Any) -> None:
     ToolsetConfig.objects.update_or_create(toolset_id="clock_math", defaults={"enabled": False})
     state = availability(user.pk)["clock_expert"]
     assert not state.usable and "Clock & math (Disabled by administrator)" in state.reason
+
+
+def test_research_is_delegated_and_cited_with_stable_numbers(user: Any, demo_model: Any) -> None:
+    from toolsets.exa.fake_server import FAKE_API_KEY, FakeExa
+    from toolsets.models import ToolsetConfig, UserToolsetConfig
+
+    with FakeExa() as exa:
+        ToolsetConfig.objects.update_or_create(toolset_id="exa", defaults={"settings": {"base_url": exa.base_url}})
+        UserToolsetConfig.objects.create(user=user, toolset_id="exa", api_key=FAKE_API_KEY)
+        turn = ask(user, demo_model, "Research Django Channels in depth", {"agents": ["researcher"]})
+
+    assert turn.status == "completed", turn.error
+    search = ToolExecution.objects.get(turn=turn, lane="0-0", tool="search")
+    assert search.sources and [s["n"] for s in search.sources] == list(range(1, len(search.sources) + 1))
+    report = Message.objects.filter(turn=turn, lane="0-0", role="assistant").last()
+    assert report is not None and "[1]" in report.content
+    view = turn_views([turn])[0][turn.pk]
+    assert [s["n"] for s in view["sources"]] == [s["n"] for s in search.sources]
+    (card,) = view["steps"][0]["cards"]
+    assert f'href="#src-{turn.pk}-1"' in card["delegation"]["result_html"]
+    client = Client()
+    client.force_login(user)
+    page = client.get(f"/chats/{turn.chat_id}/").content.decode()
+    assert f'id="src-{turn.pk}-1"' in page and 'class="cite"' in page

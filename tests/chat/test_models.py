@@ -168,19 +168,12 @@ def test_closing_keeps_a_given_finish_time(chat: Chat) -> None:
     assert (after.status, after.error, after.finished_at) == ("failed", "Boom", when)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "Turn.close updates by pk alone, not from running: a worker finishing a turn the reaper "
-        "already closed as interrupted overwrites the interrupted status and error"
-    ),
-)
 def test_a_turn_is_closed_once(chat: Chat) -> None:
     turn = make_turn(chat, Turn.Status.RUNNING)
     worker_copy = stored(turn)
-    turn.close(Turn.Status.INTERRUPTED, error="The worker stopped.", error_kind="interrupted")
+    assert turn.close(Turn.Status.INTERRUPTED, error="The worker stopped.", error_kind="interrupted")
 
-    worker_copy.close(Turn.Status.COMPLETED, error="", error_kind="")
+    assert not worker_copy.close(Turn.Status.COMPLETED, error="", error_kind="")
 
     after = stored(turn)
     assert (after.status, after.error) == ("interrupted", "The worker stopped.")

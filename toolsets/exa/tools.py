@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import httpx
 
 from toolsets.base import ToolContext, ToolFailure, Toolset, plural, tool, url_host
+from toolsets.sources import source
 
 DEFAULT_BASE_URL = os.environ.get("EXA_BASE_URL") or "https://api.exa.ai"
 MAX_RESULTS = 10
@@ -92,6 +93,14 @@ def _results(data: dict[str, Any], text_chars: int = 0) -> list[dict[str, Any]]:
     return [_normalise(item, text_chars) for item in items if isinstance(item, dict)]
 
 
+def _page_sources(items: Any) -> list[dict[str, str]]:
+    return [
+        source(item.get("title"), url=item.get("url"), snippet=item.get("snippet") or item.get("text"))
+        for item in items or []
+        if isinstance(item, dict)
+    ]
+
+
 def _cap(num_results: int) -> int:
     return max(1, min(MAX_RESULTS, int(num_results)))
 
@@ -100,6 +109,7 @@ def _cap(num_results: int) -> int:
     display_name="Search",
     timeout_s=20,
     summarize=lambda result: f"{plural(len(result['results']), 'result')} for “{result['query']}”",
+    sources=lambda result: _page_sources(result.get("results")),
     status_text=lambda args: f"Searching the web for “{args.get('query', '')}”…",
 )
 async def search(
@@ -124,6 +134,7 @@ async def search(
     display_name="Find similar",
     timeout_s=20,
     summarize=lambda result: f"{plural(len(result['results']), 'page')} similar to {url_host(result['url'])}",
+    sources=lambda result: _page_sources(result.get("results")),
     status_text=lambda args: f"Finding pages similar to {url_host(args.get('url', ''))}…",
 )
 async def find_similar(
@@ -160,6 +171,7 @@ def _contents_status(args: dict[str, Any]) -> str:
     display_name="Get contents",
     timeout_s=30,
     summarize=_contents_summary,
+    sources=lambda result: _page_sources(result.get("results")),
     status_text=_contents_status,
 )
 async def get_contents(
@@ -197,6 +209,7 @@ def _answer_citations(data: dict[str, Any]) -> list[dict[str, str]]:
     display_name="Answer",
     timeout_s=45,
     summarize=lambda result: f"Answer with {plural(len(result['citations']), 'citation')}",
+    sources=lambda result: _page_sources(result.get("citations")),
     status_text=lambda args: f"Looking up an answer to “{args.get('query', '')}”…",
 )
 async def answer(

@@ -15,6 +15,7 @@ import httpcore
 import httpx
 
 from toolsets.base import ToolContext, ToolFailure, Toolset, tool, url_host
+from toolsets.sources import source
 
 from .safety import AddressCheck, Destination, PinnedTransport, Resolver, check_destination, default_check
 from .safety import system_resolver as default_resolver
@@ -332,6 +333,7 @@ def _summary(result: Any) -> str:
     side_effects=False,
     summarize=_summary,
     status_text=lambda args: f"Fetching {url_host(str(args.get('url', '')))}…",
+    sources=lambda result: [source(result.get("title"), url=result.get("url"), snippet=result.get("text"))],
 )
 async def fetch_page(
     ctx: ToolContext,

@@ -140,3 +140,60 @@ def post_dict(post: SocialPost) -> dict[str, Any]:
         "characters": len(post.text),
         "limit": POST_LIMITS[post.platform],
     }
+
+
+# -- sources: what a result cites -----------------------------------------------------------------
+
+
+def task_sources(result: Any) -> list[dict[str, str]]:
+    from toolsets.sources import source
+
+    tasks = result.get("tasks") or [] if isinstance(result, dict) and "tasks" in result else [result]
+    return [
+        source(
+            t.get("name"),
+            kind="Task",
+            snippet=f"{t.get('project', '')} · {t.get('status', '')}",
+            key=f"task:{t.get('id')}",
+        )
+        for t in tasks
+        if isinstance(t, dict) and t.get("id") is not None
+    ]
+
+
+def event_sources(result: Any) -> list[dict[str, str]]:
+    from toolsets.sources import source
+
+    events = result.get("events", []) if isinstance(result, dict) else []
+    return [
+        source(
+            e.get("title"),
+            kind="Event",
+            snippet=f"{e.get('start', '')} {e.get('location') or ''}",
+            key=f"event:{e.get('id')}",
+        )
+        for e in events
+        if isinstance(e, dict) and e.get("id") is not None
+    ]
+
+
+def email_sources(result: Any) -> list[dict[str, str]]:
+    from toolsets.sources import source
+
+    emails = result.get("emails") or [] if isinstance(result, dict) and "emails" in result else [result]
+    return [
+        source(m.get("subject"), kind="Email", snippet=m.get("snippet"), key=f"email:{m.get('id')}")
+        for m in emails
+        if isinstance(m, dict) and m.get("id") is not None
+    ]
+
+
+def meeting_sources(result: Any) -> list[dict[str, str]]:
+    from toolsets.sources import source
+
+    meetings = result.get("meetings") or [] if isinstance(result, dict) and "meetings" in result else [result]
+    return [
+        source(m.get("title"), kind="Meeting", snippet=m.get("summary"), key=f"meeting:{m.get('id')}")
+        for m in meetings
+        if isinstance(m, dict) and m.get("id") is not None
+    ]

@@ -68,6 +68,7 @@ def _tasks_summary(result: dict[str, Any]) -> str:
     display_name="List tasks",
     timeout_s=10,
     summarize=_tasks_summary,
+    sources=records.task_sources,
     status_text=lambda args: "Looking for stale tasks…" if args.get("stale_days") else "Listing tasks…",
 )
 def list_tasks(
@@ -116,6 +117,7 @@ def list_tasks(
     display_name="Get task",
     timeout_s=10,
     summarize=lambda r: f"{r['name']} ({r['status']})",
+    sources=records.task_sources,
     status_text=lambda args: f"Looking up task #{args.get('task_id', '')}…",
 )
 def get_task(ctx: ToolContext, task_id: Annotated[int, "The task's id"]) -> dict[str, Any]:
@@ -200,6 +202,7 @@ def _events_summary(result: dict[str, Any]) -> str:
     display_name="List events",
     timeout_s=10,
     summarize=_events_summary,
+    sources=records.event_sources,
     status_text=lambda args: "Checking your calendar…",
 )
 def list_events(
@@ -241,6 +244,7 @@ def _emails_summary(result: dict[str, Any]) -> str:
     display_name="List emails",
     timeout_s=10,
     summarize=_emails_summary,
+    sources=records.email_sources,
     status_text=lambda args: "Checking your inbox…",
 )
 def list_emails(
@@ -266,6 +270,7 @@ def list_emails(
     display_name="Read email",
     timeout_s=10,
     summarize=lambda r: f"“{r['subject']}” from {r['sender']['name']}",
+    sources=records.email_sources,
     status_text=lambda args: f"Opening email #{args.get('email_id', '')}…",
 )
 def get_email(ctx: ToolContext, email_id: Annotated[int, "The email's id"]) -> dict[str, Any]:
@@ -285,6 +290,7 @@ def _meetings_summary(result: dict[str, Any]) -> str:
     display_name="List meetings",
     timeout_s=10,
     summarize=_meetings_summary,
+    sources=records.meeting_sources,
     status_text=lambda args: "Looking up meetings…",
 )
 def list_meetings(
@@ -313,6 +319,7 @@ def _meeting_summary(result: dict[str, Any]) -> str:
     display_name="Get meeting",
     timeout_s=10,
     summarize=_meeting_summary,
+    sources=records.meeting_sources,
     status_text=lambda args: f"Opening meeting #{args.get('meeting_id', '')}…",
 )
 def get_meeting(ctx: ToolContext, meeting_id: Annotated[int, "The meeting's id"]) -> dict[str, Any]:
