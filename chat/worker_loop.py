@@ -128,6 +128,10 @@ class WorkerLoop:
 
     def stop(self) -> None:
         async def close() -> None:
+            from toolsets.mcp.client import close_all
+
+            # MCP connections live on this loop: stdio servers are child processes to stop.
+            await close_all()
             if self._redis is not None:
                 await self._redis.aclose()
 

@@ -99,6 +99,7 @@ INSTALLED_APPS = [
     "chat",
     "toolsets",
     "toolsets.workspace",
+    "toolsets.mcp",
 ]
 
 MIDDLEWARE = [

@@ -9,6 +9,10 @@ checked in this order:
 3. "Configure in Toolsets settings" — the user has a setup step to do first (e.g. create their
    workspace), or the toolset is off until a user turns it on.
 4. "API key not configured"    — it needs a key and neither the user nor the admin gave one.
+
+A toolset may add a live condition of its own (`Toolset.status_check`), checked after the two
+switches: an MCP server answers "Server unreachable", with the last error and when it was seen
+in `detail`.
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ class Availability:
     toolset: Toolset
     usable: bool
     reason: str = ""
+    # More about the reason, for people (e.g. the server's last error and when it happened).
+    detail: str = ""
     admin_enabled: bool = True
     user_enabled: bool = True
     needs_setup: bool = False
@@ -80,16 +86,19 @@ def _decide(
 ) -> Availability:
     from core.crypto import mask
 
-    admin_enabled = admin.enabled if admin else True
+    admin_enabled = (admin.enabled if admin else True) and toolset.enabled
     user_enabled = mine.enabled if mine else toolset.enabled_by_default
     user_key = mine.api_key if mine else ""
-    app_key = admin.api_key if admin else ""
+    app_key = admin.api_key if admin and not toolset.user_key_only else ""
     needs_setup = bool(toolset.needs_setup and toolset.needs_setup(user_id))
     settings = {**toolset.default_settings, **(admin.settings if admin else {})}
+    live_reason, detail = toolset.status_check() if toolset.status_check else ("", "")
     if not admin_enabled:
         reason = DISABLED_BY_ADMIN
     elif mine is not None and not mine.enabled:
         reason = DISABLED_BY_USER
+    elif live_reason:
+        reason = live_reason
     elif needs_setup or not user_enabled:
         reason = NEEDS_SETUP
     elif toolset.needs_api_key and not (user_key or app_key):
@@ -100,6 +109,7 @@ def _decide(
         toolset=toolset,
         usable=not reason,
         reason=reason,
+        detail=detail if reason == live_reason else "",
         admin_enabled=admin_enabled,
         user_enabled=user_enabled,
         needs_setup=needs_setup,

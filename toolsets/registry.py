@@ -3,6 +3,9 @@
 Settings list toolsets by dotted module path; a module is imported the first time anything asks
 for toolsets, and must expose a module-level `toolset`. Adding a toolset is adding a folder and
 one line in `TOOLSET_MODULES`.
+
+Toolsets an admin configures at run time (MCP servers) come from `DYNAMIC_SOURCES`: each is a
+dotted path to a function returning `{id: Toolset}`, which keeps its own cache.
 """
 
 from __future__ import annotations
@@ -19,9 +22,23 @@ TOOLSET_MODULES: list[str] = [
     "toolsets.workspace.tools",
 ]
 
+DYNAMIC_SOURCES: list[str] = [
+    "toolsets.mcp.catalog.toolsets",
+]
+
+
+def all_toolsets() -> dict[str, Toolset]:
+    found = dict(builtin_toolsets())
+    for path in DYNAMIC_SOURCES:
+        module, _, name = path.rpartition(".")
+        for toolset_id, toolset in getattr(importlib.import_module(module), name)().items():
+            # A built-in id always wins: a configured toolset cannot shadow one.
+            found.setdefault(toolset_id, toolset)
+    return found
+
 
 @cache
-def all_toolsets() -> dict[str, Toolset]:
+def builtin_toolsets() -> dict[str, Toolset]:
     found: dict[str, Toolset] = {}
     for path in TOOLSET_MODULES:
         toolset = importlib.import_module(path).toolset

@@ -1,4 +1,4 @@
-from django.urls import path
+from django.urls import include, path
 
 import core.converters  # noqa: F401 - registers the <id:…> converter
 
@@ -11,6 +11,7 @@ urlpatterns = [
     path("tokens/", views.create_token, name="create_token"),
     path("tokens/<id:token_id>/revoke/", views.revoke_token, name="revoke_token"),
     path("executions/<id:execution_id>/", views.execution_detail, name="execution"),
+    path("mcp/", include("toolsets.mcp.urls")),
     path("<str:toolset_id>/enabled/", views.set_enabled, name="set_enabled"),
     path("<str:toolset_id>/key/", views.save_key, name="save_key"),
     path("<str:toolset_id>/setup/", views.run_setup, name="setup"),

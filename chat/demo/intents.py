@@ -741,12 +741,19 @@ def match_workspace(message: str) -> Iterator[Intent]:
             yield Intent(tool, WORKSPACE, arguments, offset + at)
 
 
+def match_units(message: str) -> Iterable[Intent]:
+    from .units import match_units as match  # its own module: the example MCP server's intent
+
+    return match(message)
+
+
 INTENT_MATCHERS: list[Matcher] = [
     match_time,
     match_arithmetic,
     match_search,
     match_fetch,
     match_workspace,
+    match_units,
 ]
 
 

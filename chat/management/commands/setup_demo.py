@@ -16,6 +16,7 @@ class Command(BaseCommand):
         parser.add_argument("--username", default="demo")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        self._example_mcp_server()
         User = get_user_model()
         username = options["username"]
         if User.objects.filter(username=username).exists():
@@ -29,3 +30,9 @@ class Command(BaseCommand):
         bar = "=" * 64
         lines = [bar, "  Demo user created", f"  username: {username}", f"  password: {password}", "  shown once", bar]
         self.stdout.write(self.style.SUCCESS("\n" + "\n".join(lines) + "\n"))
+
+    def _example_mcp_server(self) -> None:
+        """Registers and enables the example MCP server (a unit converter over stdio) once."""
+        from toolsets.mcp.setup import register_example
+
+        self.stdout.write(register_example())

@@ -1,0 +1,343 @@
+"""MCP servers as toolsets, built from the database for the registry.
+
+`toolsets()` is what `toolsets.registry` asks for on every lookup, so it answers from an
+in-process snapshot, rebuilt from the database at most every SNAPSHOT_TTL_S seconds, at once
+after a change saved in this process, and never on an event loop's thread (the worker's loop
+must not block on a query: it uses the snapshot its turn's preparation just refreshed).
+
+Everything a server says about its tools is untrusted: names are mapped to provider-safe keys
+(`names`), descriptions are stripped of control characters and capped, input schemas must be
+valid, self-contained JSON schemas of an object, and the list is bounded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+import unicodedata
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import jsonschema
+from django.db.models.signals import post_delete, post_save
+from django.utils import timezone
+from django.utils.timesince import timesince
+
+from toolsets.base import Tool, ToolContext, Toolset, humanize
+
+from . import names, results
+from .models import MCPServer, OAuthGrant
+
+SNAPSHOT_TTL_S = 2.0
+# A failure this recent (and no success since) makes the server "unreachable"; after it, calls
+# are tried again, so a server that came back is noticed by the next turn that uses it.
+UNREACHABLE_FOR_S = 30.0
+MAX_TOOLS = 200
+MAX_DESCRIPTION = 1000
+MAX_TITLE = 80
+MAX_SCHEMA_BYTES = 20_000
+UNREACHABLE = "Server unreachable"
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """What a process needs to connect to a server: a plain, immutable copy of its row."""
+
+    id: int
+    toolset_id: str
+    name: str
+    transport: str
+    url: str = ""
+    command: str = ""
+    args: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    credential: str = MCPServer.Credential.NONE
+    credential_header: str = "Authorization"
+    credential_format: str = "Bearer {token}"
+    oauth_scopes: str = ""
+    timeout_s: float = 30.0
+    # Changes whenever the row does: connections made from an older version are replaced.
+    version: str = ""
+
+    @classmethod
+    def of(cls, server: MCPServer) -> ServerSpec:
+        return cls(
+            id=server.pk,
+            toolset_id=server.toolset_id,
+            name=server.name,
+            transport=server.transport,
+            url=server.url,
+            command=server.command,
+            args=tuple(str(a) for a in server.args or []),
+            env=tuple(sorted(server.env_map().items())),
+            headers=tuple(sorted(server.header_map().items())),
+            credential=server.credential,
+            credential_header=server.credential_header,
+            credential_format=server.credential_format,
+            oauth_scopes=server.oauth_scopes,
+            timeout_s=float(server.timeout_s),
+            version=server.updated_at.isoformat() if server.updated_at else "",
+        )
+
+
+@dataclass
+class Health:
+    last_error: str = ""
+    last_error_at: datetime | None = None
+    last_ok_at: datetime | None = None
+
+    def status(self) -> tuple[str, str]:
+        failing = self.last_error_at is not None and (self.last_ok_at is None or self.last_error_at > self.last_ok_at)
+        if not failing or self.last_error_at is None:
+            return "", ""
+        if (timezone.now() - self.last_error_at).total_seconds() > UNREACHABLE_FOR_S:
+            return "", ""
+        return UNREACHABLE, f"{self.last_error} ({timesince(self.last_error_at)} ago)"
+
+
+@dataclass
+class _Snapshot:
+    toolsets: dict[str, Toolset]
+    specs: dict[str, ServerSpec]
+    built_at: float
+
+
+_lock = threading.Lock()
+_snapshot = _Snapshot({}, {}, 0.0)
+_health: dict[int, Health] = {}
+
+
+def toolsets() -> dict[str, Toolset]:
+    return _current().toolsets
+
+
+def spec_for(toolset_id: str) -> ServerSpec | None:
+    return _current().specs.get(toolset_id)
+
+
+def invalidate() -> None:
+    global _snapshot
+    with _lock:
+        _snapshot = _Snapshot(_snapshot.toolsets, _snapshot.specs, 0.0)
+
+
+def _current() -> _Snapshot:
+    global _snapshot
+    snapshot = _snapshot
+    if time.monotonic() - snapshot.built_at < SNAPSHOT_TTL_S or _in_event_loop():
+        return snapshot
+    with _lock:
+        if time.monotonic() - _snapshot.built_at >= SNAPSHOT_TTL_S:
+            _snapshot = _build()
+        return _snapshot
+
+
+def _in_event_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def _build() -> _Snapshot:
+    built: dict[str, Toolset] = {}
+    specs: dict[str, ServerSpec] = {}
+    for server in MCPServer.objects.all():
+        spec = ServerSpec.of(server)
+        health = _health.setdefault(server.pk, Health())
+        _merge_health(health, server)
+        built[server.toolset_id] = _toolset(server, spec, health)
+        specs[server.toolset_id] = spec
+    return _Snapshot(built, specs, time.monotonic())
+
+
+def _merge_health(health: Health, server: MCPServer) -> None:
+    # Whichever is newer wins: this process's own observation or another process's, stored.
+    if server.last_error_at and (health.last_error_at is None or server.last_error_at > health.last_error_at):
+        health.last_error, health.last_error_at = server.last_error, server.last_error_at
+    if server.last_ok_at and (health.last_ok_at is None or server.last_ok_at > health.last_ok_at):
+        health.last_ok_at = server.last_ok_at
+
+
+def _toolset(server: MCPServer, spec: ServerSpec, health: Health) -> Toolset:
+    listed = [t for t in server.tools if isinstance(t, dict) and isinstance(t.get("name"), str)]
+    if server.allowed_tools:
+        listed = [t for t in listed if t["name"] in server.allowed_tools]
+    keys = names.tool_keys(server.toolset_id, [t["name"] for t in listed])
+    tools = [_tool(spec, keys[t["name"]], t) for t in listed]
+    oauth = server.credential == MCPServer.Credential.OAUTH
+    server_id = server.pk
+    return Toolset(
+        id=server.toolset_id,
+        name=server.name,
+        description=server.description or f"Tools from the MCP server {server.server_name or server.name}.",
+        tools=tools,
+        needs_api_key=server.credential == MCPServer.Credential.USER_TOKEN,
+        user_key_only=True,
+        needs_setup=(
+            lambda user_id: (
+                not OAuthGrant.objects.filter(server_id=server_id, user_id=user_id).exclude(tokens="").exists()
+            )
+        )
+        if oauth
+        else None,
+        enabled=server.enabled,
+        status_check=health.status,
+        card_template="toolsets/mcp/_card.html",
+    )
+
+
+def _tool(spec: ServerSpec, key: str, listed: dict[str, Any]) -> Tool:
+    original = listed["name"]
+
+    async def call(ctx: ToolContext, /, **arguments: Any) -> dict[str, Any]:
+        from . import client
+
+        return await client.call_tool(spec, original, arguments, ctx)
+
+    annotations = listed.get("annotations") or {}
+    return Tool(
+        func=call,
+        name=key,
+        display_name=listed.get("title") or humanize(original)[:MAX_TITLE] or key,
+        description=listed.get("description") or humanize(original),
+        parameters=listed.get("inputSchema") or {"type": "object"},
+        timeout_s=spec.timeout_s,
+        # Only a tool the server calls read-only is retried after a transient failure.
+        side_effects=annotations.get("readOnlyHint") is not True,
+        summarize=results.summary,
+        wants_context=True,
+        model_text=results.model_text,
+    )
+
+
+# --- What a server lists, made safe to keep ----------------------------------------------------
+
+
+def clean_text(value: Any, limit: int) -> str:
+    """Untrusted text from a server: printable characters (and newlines) only, capped."""
+    if not isinstance(value, str):
+        return ""
+    text = "".join(ch for ch in value if ch in "\n\t" or unicodedata.category(ch)[0] != "C")
+    text = text.strip()
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def clean_tools(listed: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """The tools worth keeping from a `tools/list` answer (dumped to JSON), and a note for each
+    one left out."""
+    kept: list[dict[str, Any]] = []
+    skipped: list[str] = []
+    seen: set[str] = set()
+    for item in listed:
+        name = item.get("name") if isinstance(item, dict) else None
+        if not isinstance(name, str) or not name or len(name) > 128 or not name.isprintable():
+            skipped.append(f"{str(name)[:60]!r}: not a usable name")
+            continue
+        if name in seen:
+            skipped.append(f"{name}: listed twice")
+            continue
+        if len(kept) >= MAX_TOOLS:
+            skipped.append(f"{name}: more than {MAX_TOOLS} tools")
+            continue
+        problem = schema_problem(item.get("inputSchema"))
+        if problem:
+            skipped.append(f"{name}: {problem}")
+            continue
+        seen.add(name)
+        annotations: dict[str, Any] = item["annotations"] if isinstance(item.get("annotations"), dict) else {}
+        kept.append(
+            {
+                "name": name,
+                "title": clean_text(item.get("title") or annotations.get("title"), MAX_TITLE),
+                "description": clean_text(item.get("description"), MAX_DESCRIPTION),
+                "inputSchema": item["inputSchema"],
+                "annotations": {
+                    k: annotations[k]
+                    for k in ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
+                    if isinstance(annotations.get(k), bool)
+                },
+            }
+        )
+    return kept, skipped
+
+
+def schema_problem(schema: Any) -> str:
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        return "its input schema is not an object schema"
+    if len(json.dumps(schema, default=str)) > MAX_SCHEMA_BYTES:
+        return f"its input schema is larger than {MAX_SCHEMA_BYTES // 1000} kB"
+    if _remote_ref(schema):
+        return "its input schema refers to other documents"
+    try:
+        jsonschema.Draft202012Validator.check_schema(schema)
+        # Compiling once surfaces patterns and references the validator cannot use.
+        list(jsonschema.Draft202012Validator(schema).iter_errors({}))
+    except Exception as exc:  # any failure here would otherwise happen on every call
+        return f"its input schema is invalid ({str(exc).splitlines()[0][:120]})"
+    return ""
+
+
+def _remote_ref(value: Any) -> bool:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key in ("$ref", "$dynamicRef", "$recursiveRef") and not (isinstance(item, str) and item.startswith("#")):
+                return True
+            if _remote_ref(item):
+                return True
+    elif isinstance(value, list):
+        return any(_remote_ref(item) for item in value)
+    return False
+
+
+# --- Writes from connections (called in a thread) ----------------------------------------------
+
+
+def store_tools(server_id: int, listed: list[dict[str, Any]], server_info: dict[str, Any] | None = None) -> list[str]:
+    kept, skipped = clean_tools(listed)
+    fields: dict[str, Any] = {"tools": kept, "tools_refreshed_at": timezone.now()}
+    if server_info is not None:
+        fields["server_name"] = clean_text(server_info.get("name"), 200)
+        fields["server_version"] = clean_text(server_info.get("version"), 100)
+    # update(), not save(): the row's version (updated_at) stays, so live connections are kept.
+    MCPServer.objects.filter(pk=server_id).update(**fields)
+    invalidate()
+    return skipped
+
+
+def record_health(server_id: int, error: str | None) -> bool:
+    """Notes a failure (error text) or a success (None) of this process; True when the stored
+    state should change (the caller then writes it)."""
+    health = _health.setdefault(server_id, Health())
+    now = timezone.now()
+    if error is None:
+        changed = health.last_ok_at is None or (
+            health.last_error_at is not None and health.last_error_at >= health.last_ok_at
+        )
+        health.last_ok_at = now
+        return changed
+    health.last_error, health.last_error_at = error[:2000], now
+    return True
+
+
+def write_health(server_id: int) -> None:
+    health = _health.get(server_id)
+    if health is None:
+        return
+    MCPServer.objects.filter(pk=server_id).update(
+        last_error=health.last_error, last_error_at=health.last_error_at, last_ok_at=health.last_ok_at
+    )
+
+
+def connect_signals() -> None:
+    def changed(**_: Any) -> None:
+        invalidate()
+
+    post_save.connect(changed, sender=MCPServer, dispatch_uid="mcp-catalog-save")
+    post_delete.connect(changed, sender=MCPServer, dispatch_uid="mcp-catalog-delete")
+    post_save.connect(changed, sender=OAuthGrant, dispatch_uid="mcp-catalog-grant")

@@ -1,0 +1,146 @@
+"""MCP servers an admin registered, and what each user holds for them (OAuth grants).
+
+A server's tools are cached here (`tools`, as `tools/list` returned them, bounded) so that
+every process builds the same toolset without connecting; its health (`last_error_at`,
+`last_ok_at`) is written by whichever process last talked to it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
+from django.db import models
+
+from core.crypto import EncryptedTextField
+
+SLUG_PATTERN = r"^[a-z0-9]+(?:[-_][a-z0-9]+)*$"
+SLUG_MAX = 20
+
+
+class MCPServer(models.Model):
+    class Transport(models.TextChoices):
+        HTTP = "http", "Streamable HTTP (URL)"
+        SSE = "sse", "SSE, legacy (URL)"
+        STDIO = "stdio", "stdio (a command on this host)"
+
+    class Credential(models.TextChoices):
+        NONE = "none", "None: every user shares the server's headers"
+        USER_TOKEN = "user_token", "Each user enters their own token on /toolsets/"
+        OAUTH = "oauth", "Each user connects with OAuth (MCP authorization)"
+
+    name = models.CharField(max_length=80)
+    slug = models.CharField(
+        max_length=SLUG_MAX,
+        unique=True,
+        validators=[RegexValidator(SLUG_PATTERN, "Lower-case letters and digits, with single - or _ between.")],
+        help_text="Short id: the toolset is mcp_<slug>, and the model sees toolset__mcp_<slug>__<tool>.",
+    )
+    description = models.TextField(blank=True, help_text="Shown to users on /toolsets/.")
+    transport = models.CharField(max_length=10, choices=Transport.choices, default=Transport.HTTP)
+    url = models.URLField("URL", max_length=2000, blank=True, help_text="For HTTP and SSE: the endpoint.")
+    command = models.CharField(
+        max_length=500, blank=True, help_text="For stdio: the program, started once per worker process."
+    )
+    args = models.JSONField("arguments", default=list, blank=True, help_text='For stdio, e.g. ["-m", "my_server"].')
+    # JSON objects, encrypted as a whole: header values and environment variables are credentials.
+    env = EncryptedTextField("environment", blank=True, default="")
+    headers = EncryptedTextField("request headers", blank=True, default="")
+    credential = models.CharField(max_length=20, choices=Credential.choices, default=Credential.NONE)
+    credential_header = models.CharField(
+        max_length=100, default="Authorization", help_text="The header a user's token goes in."
+    )
+    credential_format = models.CharField(
+        max_length=200, default="Bearer {token}", help_text="The header's value; {token} is the user's token."
+    )
+    oauth_scopes = models.CharField("OAuth scopes", max_length=500, blank=True)
+    timeout_s = models.PositiveIntegerField(
+        "timeout (s)",
+        default=30,
+        validators=[MinValueValidator(1), MaxValueValidator(600)],
+        help_text="How long one tool call may take.",
+    )
+    enabled = models.BooleanField(default=True)
+    allowed_tools = models.JSONField(
+        default=list, blank=True, help_text="Only these tools (the server's own names); empty: all of them."
+    )
+
+    # What the server said about itself and its tools at the last refresh.
+    server_name = models.CharField(max_length=200, blank=True)
+    server_version = models.CharField(max_length=100, blank=True)
+    tools = models.JSONField(default=list, blank=True)
+    tools_refreshed_at = models.DateTimeField(null=True, blank=True)
+
+    last_error = models.TextField(blank=True)
+    last_error_at = models.DateTimeField(null=True, blank=True)
+    last_ok_at = models.DateTimeField(null=True, blank=True)
+
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name = "MCP server"
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def toolset_id(self) -> str:
+        return f"mcp_{self.slug}"
+
+    def header_map(self) -> dict[str, str]:
+        return _json_object(self.headers)
+
+    def env_map(self) -> dict[str, str]:
+        return _json_object(self.env)
+
+    def clean(self) -> None:
+        if self.transport == self.Transport.STDIO:
+            if not self.command.strip():
+                raise ValidationError({"command": "A stdio server needs a command."})
+            if self.credential != self.Credential.NONE:
+                raise ValidationError({"credential": "A stdio server is shared: it cannot take per-user credentials."})
+        elif not self.url:
+            raise ValidationError({"url": "An HTTP or SSE server needs a URL."})
+        if not isinstance(self.args, list) or not all(isinstance(a, str) for a in self.args):
+            raise ValidationError({"args": "A JSON list of strings."})
+        if not isinstance(self.allowed_tools, list) or not all(isinstance(a, str) for a in self.allowed_tools):
+            raise ValidationError({"allowed_tools": "A JSON list of tool names."})
+        if self.credential == self.Credential.USER_TOKEN and "{token}" not in self.credential_format:
+            raise ValidationError({"credential_format": "Must contain {token}."})
+
+
+class OAuthGrant(models.Model):
+    """One user's OAuth state for one server: the client registered for them and their tokens."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="mcp_grants")
+    server = models.ForeignKey(MCPServer, on_delete=models.CASCADE, related_name="grants")
+    client_info = EncryptedTextField(blank=True, default="")
+    tokens = EncryptedTextField(blank=True, default="")
+    # When the access token stops working (epoch seconds), so a worker refreshes it in time.
+    expires_at = models.FloatField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "server"], name="mcp_one_grant_per_user_server")]
+
+    def __str__(self) -> str:
+        return f"{self.user} · {self.server}"
+
+    @property
+    def connected(self) -> bool:
+        return bool(self.tokens)
+
+
+def _json_object(text: str) -> dict[str, str]:
+    if not text:
+        return {}
+    try:
+        value: Any = json.loads(text)
+    except ValueError:
+        return {}
+    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
