@@ -246,6 +246,9 @@ class Connection:
             raise ToolFailure(f"{self.spec.name}: the connection was closed.", retryable=True)
         if self.client is not None and not self._ended.is_set():
             return self.client
+        if self._attempt is None or self._attempt.done():
+            # The last attempt is over (failed, or its connection ended): wait for the next one.
+            self._attempt = _quiet_future(loop)
         if self._task is None or self._task.done():
             self._start()
         wait = self._next_start - loop.time()
@@ -333,13 +336,14 @@ class Connection:
             self._failures = 1 if stable else self._failures + 1
             self._next_start = loop.time() + min(BACKOFF_MAX_S, BACKOFF_START_S * 2 ** (self._failures - 1))
             self._last_error = error or "the connection ended"
-            if not auth_failed:
-                # A user's refused credential says nothing about the server.
+            if up_at is None and not auth_failed:
+                # Only a failed connection attempt makes a server unreachable: one that ended
+                # after working is started again (stdio) or reconnected (remote), and a
+                # user's refused credential says nothing about the server.
                 await self._health(self._last_error)
-            if self.spec.transport != MCPServer.Transport.STDIO:
+            waited_for = self._attempt is not None and not self._attempt.done()
+            if self.spec.transport != MCPServer.Transport.STDIO and not waited_for:
                 return  # a remote server is reconnected by the next call that needs it
-            # Callers from now on wait for the restart, not for the attempt that just ended.
-            self._attempt = _quiet_future(loop)
             log.warning(
                 "MCP server %s stopped (%s); restarting in %.0f s",
                 self.spec.name,

@@ -1,0 +1,120 @@
+"""An MCP server the tests start (stdio by default, `http PORT [TOKEN…]` for streamable HTTP):
+built with the SDK, with a tool for each behaviour under test. Imports nothing from Tessera."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+import sys
+from pathlib import Path
+
+import anyio
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.utilities.types import Image
+
+# A 1×1 PNG.
+PIXEL = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+)
+
+server = MCPServer(name="test-server", version="9.9")
+
+
+@server.tool()
+def echo(text: str) -> str:
+    """Return the text."""
+    return f"echo: {text}"
+
+
+@server.tool()
+async def steps(count: int, ctx: Context) -> str:
+    """Report progress `count` times."""
+    for step in range(1, count + 1):
+        await ctx.report_progress(step, count, f"Step {step} of {count}")
+        await asyncio.sleep(0.05)
+    return f"{count} steps"
+
+
+@server.tool()
+def fail(reason: str) -> str:
+    """Always fails."""
+    raise ToolError(f"it broke: {reason}")
+
+
+@server.tool()
+def picture() -> Image:
+    """An image."""
+    return Image(data=PIXEL, format="png")
+
+
+@server.tool()
+async def slow(seconds: float, marker: str) -> str:
+    """Sleep; write `marker` if cancelled."""
+    try:
+        await asyncio.sleep(seconds)
+    except anyio.get_cancelled_exc_class():
+        Path(marker).write_text("cancelled")  # noqa: ASYNC240 - a test marker, written once
+        raise
+    return "slept"
+
+
+@server.tool()
+async def crash() -> str:
+    """Die in the middle of the call."""
+    await asyncio.sleep(0.2)
+    os._exit(3)
+
+
+@server.tool()
+async def grow(ctx: Context) -> str:
+    """Add a tool, and say so."""
+
+    def added(x: int) -> int:
+        """A tool that appeared later."""
+        return x * 2
+
+    server.add_tool(added, name="added")
+    await ctx.request_context.session.send_tool_list_changed()
+    return "grown"
+
+
+@server.tool()
+def pid() -> int:
+    """The server's process id."""
+    return os.getpid()
+
+
+@server.tool()
+def whoami(ctx: Context) -> str:
+    """The bearer token this call came with."""
+    headers = ctx.headers or {}
+    return str(headers.get("authorization", "")).removeprefix("Bearer ")
+
+
+def http(port: int, tokens: list[str]) -> None:
+    import uvicorn
+
+    app = server.streamable_http_app()
+
+    async def guarded(scope, receive, send):  # type: ignore[no-untyped-def]
+        if scope["type"] == "http" and tokens:
+            headers = dict(scope.get("headers") or [])
+            given = headers.get(b"authorization", b"").decode().removeprefix("Bearer ")
+            if given not in tokens:
+                await send(
+                    {"type": "http.response.start", "status": 401, "headers": [(b"content-type", b"text/plain")]}
+                )
+                await send({"type": "http.response.body", "body": b"no"})
+                return
+        await app(scope, receive, send)
+
+    uvicorn.run(guarded, host="127.0.0.1", port=port, log_level="warning")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "http":
+        http(int(sys.argv[2]), sys.argv[3:])
+    else:
+        server.run("stdio")
