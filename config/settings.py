@@ -295,6 +295,9 @@ TESSERA = {
     "MAX_TOOL_ITERATIONS_CAP": env_int("TESSERA_MAX_TOOL_ITERATIONS_CAP", 25),
     "PROVIDER_RETRIES": env_int("TESSERA_PROVIDER_RETRIES", 3),
     "PROVIDER_BACKOFF_S": env_float("TESSERA_PROVIDER_BACKOFF_S", 1.0),
+    # OpenAI-compatible providers streamed by Tessera's own reader (chat/agent/openai_stream.py)
+    # instead of LiteLLM's per-chunk wrapper; false: LiteLLM streams every provider.
+    "FAST_PATH": env_bool("TESSERA_FAST_PATH", True),
     "CANCEL_POLL_S": env_float("TESSERA_CANCEL_POLL_S", 0.15),
     "DEMO_TOKENS_PER_SECOND": env_float("TESSERA_DEMO_TOKENS_PER_SECOND", 40.0),
     "TOOL_RESULT_MODEL_LIMIT": env_int("TESSERA_TOOL_RESULT_MODEL_LIMIT", 16_000),

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import datetime
 import email.utils
+import json
 import math
 from typing import Any
 
+import httpx
 import litellm
 
 # Errors worth another try: the provider is busy or briefly unreachable.
@@ -105,3 +107,109 @@ def _header(headers: Any, name: str) -> str | None:
     except Exception:
         return None
     return str(value).strip() if value is not None else None
+
+
+# --- Errors of Tessera's own reader (openai_stream) ----------------------------------------
+# They are raised as the LiteLLM exception LiteLLM's client would raise for the same response,
+# with the same message shape, so everything above treats both paths alike.
+
+
+def error_from_response(
+    status: int, text: str, headers: Any, provider: str, model: str, label: str, secret: str = ""
+) -> BaseException:
+    """The LiteLLM exception for an HTTP error answer (status, body text, headers)."""
+    message = _hide(_status_message(status, text), secret)
+    body = _hide(text, secret)
+    request = httpx.Request("POST", "https://provider.invalid/chat/completions")
+    response = httpx.Response(status, headers=dict(headers or {}), request=request)
+    return _litellm_error(status, f"{label}Exception - {message}", body, provider, model, response)
+
+
+def error_from_event(event: dict[str, Any], provider: str, model: str, label: str, secret: str = "") -> BaseException:
+    """The exception for an `{"error": …}` event inside a stream (some servers report a failure
+    that way once they have answered 200)."""
+    error = event.get("error")
+    code = error.get("code") if isinstance(error, dict) else None
+    status = code if isinstance(code, int) and 400 <= code < 600 else 500
+    text = json.dumps(event)
+    return error_from_response(status, text, {}, provider, model, label, secret)
+
+
+def error_from_transport(exc: BaseException, provider: str, model: str, label: str) -> BaseException:
+    """The exception for a request that got no answer, or a stream that broke."""
+    if isinstance(exc, httpx.TimeoutException):
+        return litellm.Timeout(message=f"{label}Exception - Request timed out.", model=model, llm_provider=provider)
+    if isinstance(exc, httpx.HTTPError):
+        return litellm.APIConnectionError(
+            message=f"APIConnectionError: {label}Exception - Connection error.", llm_provider=provider, model=model
+        )
+    return litellm.APIError(
+        status_code=502,
+        message=f"APIError: {label}Exception - The stream held a chunk that is not JSON.",
+        llm_provider=provider,
+        model=model,
+    )
+
+
+def _status_message(status: int, text: str) -> str:
+    """What the openai client makes the message of an error answer: the provider's
+    `error.message` when it sent one, else the status and the body."""
+    try:
+        body = json.loads(text)
+    except ValueError:
+        return text.strip() or f"Error code: {status}"
+    error = body.get("error") if isinstance(body, dict) else None
+    if isinstance(error, dict) and isinstance(error.get("message"), str):
+        return str(error["message"])
+    return f"Error code: {status} - {body}"
+
+
+def _hide(text: str, secret: str) -> str:
+    # Some providers quote the key they were sent ("Incorrect API key provided: sk-…").
+    return text.replace(secret, "****") if secret and len(secret) >= 4 else text
+
+
+def _litellm_error(
+    status: int, message: str, body: str, provider: str, model: str, response: httpx.Response
+) -> BaseException:
+    """The same choice LiteLLM's exception mapping makes for an OpenAI-compatible provider: by
+    what the body says first (rate limit, context window, unknown model, content policy), then
+    by status."""
+    from litellm.litellm_core_utils.exception_mapping_utils import ExceptionCheckers
+
+    text = f"{message} {body}"
+    common: dict[str, Any] = {"llm_provider": provider, "model": model}
+    if ExceptionCheckers.is_error_str_rate_limit(text, status_code=status):
+        return litellm.RateLimitError(message=f"RateLimitError: {message}", response=response, **common)
+    if ExceptionCheckers.is_error_str_context_window_exceeded(text):
+        return litellm.ContextWindowExceededError(
+            message=f"ContextWindowExceededError: {message}", response=response, **common
+        )
+    if "invalid_request_error" in text and "model_not_found" in text:
+        return litellm.NotFoundError(message=message, response=response, **common)
+    lowered = text.lower()
+    if ("content_policy_violation" in text and "invalid_request_error" in text) or (
+        "request was rejected as a result of the safety system" in lowered
+    ):
+        return litellm.ContentPolicyViolationError(
+            message=f"ContentPolicyViolationError: {message}", response=response, **common
+        )
+    if status in (400, 413, 422):
+        return litellm.BadRequestError(message=message, response=response, **common)
+    if status == 401:
+        return litellm.AuthenticationError(message=f"AuthenticationError: {message}", response=response, **common)
+    if status == 404:
+        return litellm.NotFoundError(message=f"NotFoundError: {message}", response=response, **common)
+    if status in (408, 504):
+        return litellm.Timeout(message=f"Timeout Error: {message}", exception_status_code=status, **common)
+    if status == 429:
+        return litellm.RateLimitError(message=f"RateLimitError: {message}", response=response, **common)
+    if status == 500:
+        return litellm.InternalServerError(message=f"InternalServerError: {message}", response=response, **common)
+    if status == 502:
+        return litellm.BadGatewayError(message=f"BadGatewayError: {message}", response=response, **common)
+    if status == 503:
+        return litellm.ServiceUnavailableError(
+            message=f"ServiceUnavailableError: {message}", response=response, **common
+        )
+    return litellm.APIError(status_code=status, message=f"APIError: {message}", request=response.request, **common)

@@ -9,12 +9,36 @@ import pytest
 
 from .replay import ReplayServer
 
-# The ways Tessera can talk to an OpenAI-compatible server. Every replay test runs once per path,
-# so a second path behind the same seam (issue 17: streaming OpenAI-compatible servers without
-# LiteLLM) gets the whole suite by adding an entry that switches the seam to it.
-PATHS: dict[str, Callable[[pytest.MonkeyPatch], None]] = {
-    "litellm": lambda monkeypatch: None,  # chat.agent.llm.LiteLLMModel, through litellm.acompletion
-}
+
+def _litellm(monkeypatch: pytest.MonkeyPatch) -> None:
+    """LiteLLM streams the response (`litellm.acompletion`); Tessera's own reader must not run."""
+    from django.conf import settings
+
+    from chat.agent import openai_stream
+
+    monkeypatch.setitem(settings.TESSERA, "FAST_PATH", False)
+    monkeypatch.setattr(openai_stream, "open_stream", _must_not_run("the fast path"))
+
+
+def _fast(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tessera reads the SSE stream itself (chat/agent/openai_stream.py); LiteLLM only resolves the
+    model and builds the request, and its streaming call must not run."""
+    import litellm
+    from django.conf import settings
+
+    monkeypatch.setitem(settings.TESSERA, "FAST_PATH", True)
+    monkeypatch.setattr(litellm, "acompletion", _must_not_run("litellm.acompletion"))
+
+
+def _must_not_run(what: str) -> Callable[..., Any]:
+    async def fail(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError(f"{what} ran on the other path")
+
+    return fail
+
+
+# The ways Tessera can talk to an OpenAI-compatible server. Every replay test runs once per path.
+PATHS: dict[str, Callable[[pytest.MonkeyPatch], None]] = {"litellm": _litellm, "fast": _fast}
 
 
 @pytest.fixture(params=sorted(PATHS))
