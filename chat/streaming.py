@@ -143,9 +143,16 @@ class TurnSink:
     async def text(self, step: int, delta: str, lane: str = "") -> None:
         if self.first_token_at is None:
             self.first_token_at = time.time()
-        self.live.step(step, lane).text += delta
+        live_step = self.live.step(step, lane)
+        leading = not live_step.text and bool(delta)
+        live_step.text += delta
         self._dirty.add((lane, step))
-        self._schedule_flush()
+        if leading:
+            # A step's first words leave at once (the reader is waiting for them); the window
+            # only gathers what follows.
+            await self.flush()
+        else:
+            self._schedule_flush()
 
     async def tool_call_opened(self, step: int, position: int, call_id: str, name: str, lane: str = "") -> None:
         prefix = dom.lane(self.turn_id, lane)

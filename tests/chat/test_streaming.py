@@ -45,25 +45,44 @@ async def test_text_is_batched_into_one_fragment_with_only_new_characters(user: 
         await sink.text(0, word)
     await asyncio.sleep(0.1)
     messages = await drain(layer, channel)
-    assert [m["seq"] for m in messages] == [1, 2]
-    assert messages[1]["html"] == f'<div hx-swap-oob="beforeend:#tail-{sink.turn_id}-0">Hello there, how are you?</div>'
+    # The step's first words leave at once (leading edge), the rest in one batch.
+    assert [m["seq"] for m in messages] == [1, 2, 3]
+    assert messages[1]["html"] == f'<div hx-swap-oob="beforeend:#tail-{sink.turn_id}-0">Hello </div>'
+    assert messages[2]["html"] == f'<div hx-swap-oob="beforeend:#tail-{sink.turn_id}-0">there, how are you?</div>'
     await sink.text(0, " Fine.")
     await asyncio.sleep(0.1)
-    (third,) = await drain(layer, channel)
-    assert third["seq"] == 3 and ">Hello" not in third["html"] and " Fine." in third["html"]
+    (fourth,) = await drain(layer, channel)
+    assert fourth["seq"] == 4 and ">Hello" not in fourth["html"] and " Fine." in fourth["html"]
     state = json.loads(await redis.get(live.key(sink.turn_id, "live")))
-    assert state["seq"] == 3 and state["steps"][0]["text"] == "Hello there, how are you? Fine."
+    assert state["seq"] == 4 and state["steps"][0]["text"] == "Hello there, how are you? Fine."
+    await redis.aclose()
+
+
+async def test_the_first_text_of_each_step_does_not_wait_for_the_window(user: Any) -> None:
+    sink, layer, channel, redis = await make_sink(user, window_ms=10_000)
+    await sink.step_started(0)
+    await sink.text(0, "First")
+    await sink.text(0, " words")
+    sent = await drain(layer, channel)
+    assert "First" in sent[-1]["html"] and " words" not in sent[-1]["html"]  # the rest waits
+    await sink.assistant_message(0, AssistantMessage(content="First words"), "complete")
+    await sink.step_started(1)
+    await drain(layer, channel)
+    await sink.text(1, "Then")
+    (then,) = await drain(layer, channel)
+    assert "Then" in then["html"]
     await redis.aclose()
 
 
 async def test_events_flush_pending_text_first(user: Any) -> None:
     sink, layer, channel, redis = await make_sink(user, window_ms=10_000)
     await sink.step_started(0)
-    await sink.text(0, "Checking.")
+    await sink.text(0, "Let me")  # the step's first words: sent at once
+    await sink.text(0, " check.")  # pending in the window
     await sink.tools_started(0, [ToolCall("c1", "toolset__clock_math__calculate", '{"expression": "1+1"}')])
     messages = await drain(layer, channel)
     html = messages[-1]["html"]
-    assert html.index("Checking.") < html.index("card-")
+    assert html.index(" check.") < html.index("card-")
     await redis.aclose()
 
 
