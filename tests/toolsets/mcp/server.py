@@ -50,8 +50,9 @@ def picture() -> Image:
 
 
 @server.tool()
-async def slow(seconds: float, marker: str) -> str:
+async def slow(seconds: float, marker: str, ctx: Context) -> str:
     """Sleep; write `marker` if cancelled."""
+    await ctx.report_progress(0, None, "Sleeping")
     try:
         await asyncio.sleep(seconds)
     except anyio.get_cancelled_exc_class():
