@@ -211,6 +211,8 @@ class TurnResult:
     latencies_ms: list[float] = field(default_factory=list)
     emitted_at: list[float] = field(default_factory=list)  # per latency sample, for time series
     added_ms: list[float] = field(default_factory=list)
+    # The step's first text: provider emission → socket (the sink sends it at once, no window).
+    first_text_ms: float | None = None
     bytes_pushed: int = 0  # the frames' text, uncompressed
     bytes_wire: int = 0  # what came over the network for them
     final_html: int = 0
@@ -304,7 +306,7 @@ def analyze_turn(
         result.reordered = max(result.reordered, 1)
     # Latency: emission → first arrival. "Added": beyond the batching the design intends, i.e.
     # after the moment the batch holding the marker was due (its first token + the window, or
-    # the end of the stream if that came first).
+    # the end of the stream if that came first; the step's first text is due at once).
     for number, new in enumerate(frame_new):
         stamped = [i for i in new if i in emitted]
         if not stamped:
@@ -314,6 +316,9 @@ def analyze_turn(
         if match:
             result.frame_log.append((int(match.group(2)), arrival, min(emitted[i] for i in stamped)))
         due = min(min(emitted[i] for i in stamped) + window_s, end_at)
+        if 0 in stamped:
+            due = emitted[0]
+            result.first_text_ms = (arrival - emitted[0]) * 1000
         for i in stamped:
             result.latencies_ms.append((arrival - emitted[i]) * 1000)
             result.emitted_at.append(emitted[i])

@@ -7,7 +7,11 @@ figures far less than the end-to-end ones. Every stream comes from the fake prov
 process, so its own CPU is not counted) at a high token rate, and each figure divides the CPU
 this process used by the chunks or messages it handled:
 
-- `litellm`: `litellm.acompletion(model="openai/bench", stream=True)`, as chat/agent/llm.py calls it;
+- `litellm`: `litellm.acompletion(model="openai/bench", stream=True)` read to its end, as
+  chat/agent/llm.py called it before issue 17 (LiteLLM's end-of-stream rebuild included);
+- `seam_litellm` / `seam_fast`: Tessera's seam (`chat.agent.llm.LiteLLMModel.stream`, text
+  events, usage, accumulator) on the LiteLLM path (its end-of-stream rebuild kept to the usage
+  chunk) and on the fast path (chat/agent/openai_stream.py);
 - `openai_sdk`: the openai package's AsyncOpenAI streaming, which LiteLLM wraps;
 - `raw_sse`: httpx reading the SSE lines and `json.loads` on each: the least a client can do;
 - `send_*`: a channel-layer `group_send` (the worker's share of a fragment), for channels-redis's
@@ -101,6 +105,18 @@ def _client(kind: str, provider: str) -> Any:
     return _clients[kind]
 
 
+async def seam_stream(provider: str, tag: int, fast: bool) -> int:
+    from chat.agent.llm import LiteLLMModel, ModelConfig
+
+    model = LiteLLMModel(
+        ModelConfig(model="openai/bench", api_base=f"{provider}/v1", api_key="x", fast_path=fast, retries=0)
+    )
+    events = 0
+    async for _ in model.stream([{"role": "user", "content": _directive(tag)}], None):
+        events += 1
+    return events
+
+
 async def openai_stream(provider: str, tag: int) -> int:
     stream = await _client("openai", provider).chat.completions.create(
         model="bench", stream=True, messages=[{"role": "user", "content": _directive(tag)}]
@@ -118,6 +134,27 @@ async def raw_sse(provider: str, tag: int) -> int:
         async for line in response.aiter_lines():
             if line.startswith("data: {"):
                 json.loads(line[6:])
+                chunks += 1
+    return chunks
+
+
+_aiohttp: list[Any] = []
+
+
+async def raw_aiohttp(provider: str, tag: int) -> int:
+    """aiohttp (its C HTTP parser, LiteLLM's default transport) reading the SSE lines, orjson on
+    each: what the fast path would cost on aiohttp instead of httpx."""
+    import aiohttp
+    import orjson
+
+    if not _aiohttp:
+        _aiohttp.append(aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)))
+    body = {"model": "bench", "stream": True, "messages": [{"role": "user", "content": _directive(tag)}]}
+    chunks = 0
+    async with _aiohttp[0].post(f"{provider}/v1/chat/completions", json=body) as response:
+        async for line in response.content:
+            if line.startswith(b"data: {"):
+                orjson.loads(line[6:])
                 chunks += 1
     return chunks
 
@@ -214,14 +251,29 @@ async def sink_flushes(kind: str, redis_url: str, flushes: int = 1000) -> tuple[
     return flushes, cpu
 
 
-async def main_async(provider: str, redis_url: str) -> dict[str, Any]:
+async def main_async(provider: str, redis_url: str, only: set[str] | None = None) -> dict[str, Any]:
     tags = iter(range(10_000_000, 20_000_000))
     result: dict[str, Any] = {}
     # Warm-up, not measured: imports, LiteLLM's cached client, connection pools.
     _client("openai", provider)
     _client("httpx", provider)
-    for one in (litellm_stream, openai_stream, raw_sse):
+
+    async def seam_fast(p: str, t: int) -> int:
+        return await seam_stream(p, t, True)
+
+    async def seam_litellm(p: str, t: int) -> int:
+        return await seam_stream(p, t, False)
+
+    for one in (litellm_stream, openai_stream, raw_sse, seam_fast, seam_litellm):
         await one(provider, next(tags))
+    result |= await _measure("seam_fast", lambda _: _streams(seam_fast, provider, tags))
+    result |= await _measure("seam_litellm", lambda _: _streams(seam_litellm, provider, tags))
+    if only is not None and "layers" not in only:
+        result |= await _measure("litellm", lambda _: _streams(litellm_stream, provider, tags))
+        result |= await _measure("raw_sse", lambda _: _streams(raw_sse, provider, tags))
+        await raw_aiohttp(provider, next(tags))
+        result |= await _measure("raw_aiohttp", lambda _: _streams(raw_aiohttp, provider, tags))
+        return result
     result |= await _measure("litellm", lambda _: _streams(litellm_stream, provider, tags))
     # The one per-chunk knob LiteLLM offers: no success-logging hooks per chunk.
     import litellm
@@ -241,9 +293,18 @@ async def main_async(provider: str, redis_url: str) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--provider", required=True)
-    parser.add_argument("--redis", required=True)
+    parser.add_argument("--redis", default="")
+    parser.add_argument("--streams-only", action="store_true", help="only the provider-stream figures")
+    parser.add_argument("--uvloop", action="store_true", help="run under uvloop")
     args = parser.parse_args()
-    print(json.dumps(asyncio.run(main_async(args.provider, args.redis))))
+    only = {"streams"} if args.streams_only or not args.redis else None
+    coro = main_async(args.provider, args.redis, only)
+    if args.uvloop:
+        import uvloop
+
+        print(json.dumps(uvloop.run(coro)))
+    else:
+        print(json.dumps(asyncio.run(coro)))
 
 
 if __name__ == "__main__":

@@ -221,6 +221,8 @@ class Bench:
         ratios = [r.bytes_wire / r.final_html for r in results if r.final_html]
         payload = [r.bytes_pushed / r.final_html for r in results if r.final_html]
         first = [(r.first_frame - r.post_started) * 1000 for r in results if r.first_frame]
+        first_text = [r.first_text_ms for r in results if r.first_text_ms is not None]
+        received = sum(r.received for r in results)
         posts = [(r.post_done - r.post_started) * 1000 for r in results if r.post_done]
         errors = sorted({r.error for r in results if r.error})
         # The first few turns that went wrong, with what arrived, to see why.
@@ -266,7 +268,10 @@ class Bench:
             },
             "send_ms": summary(posts),
             "send_to_first_frame_ms": summary(first),
+            "first_text_ms": summary(first_text),
             "processes": usage,
+            # CPU seconds each process spent per 1 000 tokens that reached a socket.
+            "cpu_s_per_1k_tokens": _per_1k_tokens(usage, received),
             "threads": threads,
             "load_avg_1m": round(load0, 2),
             "ws_extensions": sorted({e for s in sockets for e in s.extensions}),
@@ -279,6 +284,7 @@ class Bench:
                 "ratios": ratios,
                 "payload": payload,
                 "first": first,
+                "first_text": first_text,
                 "frames": [(r.turn_id, *f) for r in results for f in r.frame_log],
             },
         }
@@ -536,6 +542,16 @@ class Bench:
         }
 
 
+def _per_1k_tokens(usage: dict[str, dict[str, float]], tokens: int) -> dict[str, float | None]:
+    per = {
+        name: round(1000 * usage[name]["cpu_s"] / tokens, 3) if tokens and name in usage else None
+        for name in ("web", "worker", "redis")
+    }
+    known = [v for v in per.values() if v is not None]
+    per["server"] = round(sum(known), 3) if known else None
+    return per
+
+
 def _merge_runs(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """Scenario 1 runs turns one after another; their figures are pooled."""
     raw = {key: [x for r in runs for x in r["_raw"][key]] for key in runs[0]["_raw"]}
@@ -546,8 +562,15 @@ def _merge_runs(runs: list[dict[str, Any]]) -> dict[str, Any]:
     merged["latency_ms"] = summary(raw["latency"])
     merged["added_ms"] = summary(raw["added"])
     merged["send_to_first_frame_ms"] = summary(raw["first"])
+    merged["first_text_ms"] = summary(raw["first_text"])
     for key in ("markers", "fragments"):
         merged[key] = {k: sum(r[key][k] for r in runs) for k in runs[0][key]}
+    cpu = {
+        name: {"cpu_s": sum(r["processes"].get(name, {}).get("cpu_s", 0.0) for r in runs)}
+        for name in ("web", "worker", "redis")
+        if name in runs[0]["processes"]
+    }
+    merged["cpu_s_per_1k_tokens"] = _per_1k_tokens(cpu, merged["markers"]["received"])
     merged["bytes"] = {
         "per_turn": [{k: r["bytes"][k] for k in ("wire_per_turn", "final_html", "ratio_p50")} for r in runs],
         "ratio_p50": pct(raw["ratios"], 50),

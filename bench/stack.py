@@ -141,12 +141,14 @@ class Meter:
     def stop(self) -> dict[str, dict[str, float]]:
         self.sample()
         wall = max(time.monotonic() - self.t0, 1e-9)
+        used = {name: cpu_seconds(pid, self._tree(name)) - self.cpu0[name] for name, pid in self.pids.items()}
         self.result = {
             name: {
-                "cpu_pct": round(100 * (cpu_seconds(pid, self._tree(name)) - self.cpu0[name]) / wall, 1),
+                "cpu_pct": round(100 * used[name] / wall, 1),
+                "cpu_s": round(used[name], 3),
                 "rss_mb": round(self.peak_rss[name], 1),
             }
-            for name, pid in self.pids.items()
+            for name in self.pids
         }
         # The machine is shared: what everybody else used meanwhile says how much to trust a figure.
         busy = 100 * (machine_busy_seconds() - self.busy0) / wall
@@ -167,6 +169,8 @@ class StackConfig:
     layer: str = "pubsub"  # or "redis": TESSERA_CHANNEL_LAYER
     gc_freeze: bool = False  # experiment: gc.freeze() in the worker once started (bench/settings.py)
     litellm_httpx: bool = False  # experiment: LiteLLM's httpx transport in the worker (bench/settings.py)
+    fast_path: bool = True  # TESSERA_FAST_PATH: Tessera's own reader for the (OpenAI-compatible) fake provider
+    uvloop: bool = False  # TESSERA_WORKER_UVLOOP
     profile: str = ""  # "perf" or "cprofile": see bench.profiler
     profile_dir: Path = ROOT / "bench" / "results"
     keep: bool = False
@@ -225,6 +229,8 @@ class Stack:
             "SESSION_COOKIE_SECURE": "false",
             "CSRF_COOKIE_SECURE": "false",
             "TESSERA_STREAM_WINDOW_MS": str(self.config.window_ms),
+            "TESSERA_FAST_PATH": "true" if self.config.fast_path else "false",
+            "TESSERA_WORKER_UVLOOP": "true" if self.config.uvloop else "false",
             "CHANNEL_CAPACITY": str(self.config.capacity),
             # Logging in hundreds of users must not be what the benchmark measures.
             "TESSERA_FAST_PASSWORD_HASHER": "true",

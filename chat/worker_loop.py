@@ -18,6 +18,7 @@ import asyncio
 import concurrent.futures
 import logging
 import os
+import sys
 import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
@@ -83,8 +84,8 @@ class TurnWatch:
 
 
 class WorkerLoop:
-    def __init__(self, *, io_threads: int, library_threads: int = 0) -> None:
-        self.loop = asyncio.new_event_loop()
+    def __init__(self, *, io_threads: int, library_threads: int = 0, use_uvloop: bool = False) -> None:
+        self.loop = _new_loop(use_uvloop)
         # Database calls and sync tools run in the loop's default executor: sized for many turns
         # at once (the stdlib default is cores + 4).
         self.loop.set_default_executor(
@@ -134,6 +135,10 @@ class WorkerLoop:
             await close_all()
             if self._redis is not None:
                 await self._redis.aclose()
+            # The fast path's HTTP session lives on this loop too (if a turn ever used it).
+            fast_path = sys.modules.get("chat.agent.openai_stream")
+            if fast_path is not None:
+                await fast_path.close_sessions()
 
         try:
             self.submit(close()).result(timeout=5)
@@ -141,6 +146,18 @@ class WorkerLoop:
             log.warning("Closing the worker loop's Redis client failed", exc_info=True)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(timeout=5)
+
+
+def _new_loop(use_uvloop: bool) -> asyncio.AbstractEventLoop:
+    """asyncio's loop, or uvloop's (libuv: cheaper socket reads and timers per wake-up)."""
+    if use_uvloop:
+        try:
+            import uvloop
+        except ImportError:
+            log.warning("TESSERA_WORKER_UVLOOP is set but uvloop is not installed; using asyncio's loop")
+        else:
+            return uvloop.new_event_loop()
+    return asyncio.new_event_loop()
 
 
 async def _limit_anyio_threads(total: int) -> None:
@@ -168,6 +185,7 @@ def get() -> WorkerLoop:
             _current = WorkerLoop(
                 io_threads=int(settings.TESSERA["WORKER_IO_THREADS"]),
                 library_threads=int(settings.TESSERA["WORKER_LIBRARY_THREADS"]),
+                use_uvloop=bool(settings.TESSERA["WORKER_UVLOOP"]),
             )
             _pid = os.getpid()
         return _current

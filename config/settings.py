@@ -305,6 +305,8 @@ TESSERA = {
     "WORKER_IO_THREADS": env_int("TESSERA_WORKER_IO_THREADS", 32),
     # Threads LiteLLM may use at once for its end-of-stream work in a worker (chat/worker_loop.py).
     "WORKER_LIBRARY_THREADS": env_int("TESSERA_WORKER_LIBRARY_THREADS", 2),
+    # uvloop instead of asyncio's own loop for a worker's turns (chat/worker_loop.py).
+    "WORKER_UVLOOP": env_bool("TESSERA_WORKER_UVLOOP", False),
 }
 
 LOGGING = {

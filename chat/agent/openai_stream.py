@@ -3,8 +3,8 @@
 LiteLLM still decides everything about the provider: which provider a model string names, its
 API base and key (from the model's config or the environment LiteLLM reads), the parameters it
 takes and how the request body and headers are built (`get_llm_provider`, the provider's chat
-config, `get_optional_params`). Only the response is read here: one pooled HTTP client per event
-loop, a minimal SSE line parser and orjson, handing each chunk on as the dict it parsed to. No
+config, `get_optional_params`). Only the response is read here: one pooled HTTP session (aiohttp) per
+event loop, a minimal SSE line parser and orjson, handing each chunk on as the dict it parsed to. No
 per-chunk objects and no end-of-stream rebuild: LiteLLM's wrapper costs the worker ~4× the CPU
 per chunk (bench/RESULTS.md).
 
@@ -25,7 +25,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import httpx
+import aiohttp
 import litellm
 import orjson
 
@@ -145,58 +145,63 @@ def _body(route: Route, kwargs: dict[str, Any]) -> tuple[bytes, dict[str, str]]:
     return orjson.dumps(body), {str(k): str(v) for k, v in extra_headers.items()}
 
 
-# One client per event loop: its connection pool belongs to the loop it was made in. A worker
-# has one loop for all its turns, so one client and one pool per worker process.
-_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = weakref.WeakKeyDictionary()
+# One HTTP session per event loop: its connection pool belongs to the loop it was made in. A
+# worker has one loop for all its turns, so one session and one pool per worker process.
+# aiohttp rather than httpx: reading the same SSE stream costs ~4× less CPU per chunk with
+# aiohttp's C HTTP parser and native asyncio protocol than through httpx, httpcore and anyio
+# (bench/micro.py: raw_aiohttp against raw_sse); LiteLLM already depends on it.
+_sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, aiohttp.ClientSession] = weakref.WeakKeyDictionary()
 
 
-def client() -> httpx.AsyncClient:
+def session() -> aiohttp.ClientSession:
     loop = asyncio.get_running_loop()
-    found = _clients.get(loop)
-    if found is None or found.is_closed:
-        found = httpx.AsyncClient(
+    found = _sessions.get(loop)
+    if found is None or found.closed:
+        found = aiohttp.ClientSession(
             # Every turn of the process may stream at once: no wait for a free connection.
-            limits=httpx.Limits(max_connections=None, max_keepalive_connections=256, keepalive_expiry=60),
-            timeout=httpx.Timeout(120.0),
+            connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=60),
+            # Proxies from the environment, as LiteLLM's clients honour them.
+            trust_env=True,
         )
-        _clients[loop] = found
+        _sessions[loop] = found
     return found
 
 
-async def open_stream(route: Route, kwargs: dict[str, Any]) -> tuple[httpx.Response, AsyncIterator[dict[str, Any]]]:
+async def open_stream(
+    route: Route, kwargs: dict[str, Any]
+) -> tuple[aiohttp.ClientResponse, AsyncIterator[dict[str, Any]]]:
     """Sends the request; returns the open response and its chunks (parsed JSON dicts), or
     raises the LiteLLM exception LiteLLM's client would for the same failure."""
     body, extra_headers = _body(route, kwargs)
     headers = dict(route.headers)
     headers.update(extra_headers)
     headers["Accept"] = "text/event-stream"
-    timeout = kwargs.get("timeout")
-    http = client()
-    request = http.build_request(
-        "POST",
-        route.url,
-        content=body,
-        headers=headers,
-        timeout=httpx.Timeout(float(timeout)) if isinstance(timeout, int | float) else httpx.USE_CLIENT_DEFAULT,
-    )
+    seconds = kwargs.get("timeout")
+    seconds = float(seconds) if isinstance(seconds, int | float) else DEFAULT_TIMEOUT_S
+    # No limit on the whole answer (a long one streams for minutes): on connecting, and on
+    # each wait for more of the stream.
+    timeout = aiohttp.ClientTimeout(total=None, connect=seconds, sock_read=seconds)
     try:
-        response = await http.send(request, stream=True)
-    except httpx.HTTPError as exc:
+        response = await session().post(route.url, data=body, headers=headers, timeout=timeout)
+    except (aiohttp.ClientError, OSError, TimeoutError) as exc:
         raise error_from_transport(exc, route.provider, route.model, route.label) from exc
-    if response.status_code != 200:
+    if response.status != 200:
         try:
-            text = (await response.aread()).decode("utf-8", "replace")
-        except httpx.HTTPError:
+            text = (await response.read()).decode("utf-8", "replace")
+        except (aiohttp.ClientError, OSError, TimeoutError):
             text = ""
         finally:
-            await response.aclose()
+            response.release()
         raise error_from_response(
-            response.status_code, text, response.headers, route.provider, route.model, route.label, route.api_key
+            response.status, text, response.headers, route.provider, route.model, route.label, route.api_key
         )
     return response, _chunks(response, route)
 
 
-async def _chunks(response: httpx.Response, route: Route) -> AsyncIterator[dict[str, Any]]:
+DEFAULT_TIMEOUT_S = 120.0
+
+
+async def _chunks(response: aiohttp.ClientResponse, route: Route) -> AsyncIterator[dict[str, Any]]:
     """The stream's `data:` payloads, parsed. A minimal SSE reader: events are separated by a
     blank line, `data:` lines of one event are joined with a newline (no OpenAI-compatible
     server sends more than one), other fields and comments are skipped, `[DONE]` ends it."""
@@ -204,8 +209,9 @@ async def _chunks(response: httpx.Response, route: Route) -> AsyncIterator[dict[
     pending = b""
     data: list[bytes] = []
     done = False
+    finished = False
     try:
-        async for received in response.aiter_bytes():
+        async for received in response.content.iter_any():
             if done:
                 continue  # read to the end of the body, so the connection goes back to the pool
             lines = (pending + received).split(b"\n") if pending else received.split(b"\n")
@@ -225,24 +231,25 @@ async def _chunks(response: httpx.Response, route: Route) -> AsyncIterator[dict[
                     if type(chunk) is dict and "error" in chunk and not chunk.get("choices"):
                         raise error_from_event(chunk, route.provider, route.model, route.label, route.api_key)
                     yield chunk
+        finished = True
         if done:
             return
         if pending.startswith(b"data:"):
             data.append(pending[6:] if pending[5:6] == b" " else pending[5:])
         if data and data != [b"[DONE]"]:
             yield loads(b"\n".join(data))
-    except httpx.HTTPError as exc:
-        raise error_from_transport(exc, route.provider, route.model, route.label) from exc
-    except orjson.JSONDecodeError as exc:
+    except (aiohttp.ClientError, OSError, TimeoutError, orjson.JSONDecodeError) as exc:
         raise error_from_transport(exc, route.provider, route.model, route.label) from exc
     finally:
-        # Stop (the task is cancelled), an error, or the end: the connection is closed at once
-        # unless the body was read to its end, which returns it to the pool.
-        await response.aclose()
+        if finished:
+            response.release()  # read to its end: the connection goes back to the pool
+        else:
+            # Stop (the task is cancelled) or an error: the connection is closed at once.
+            response.close()
 
 
-async def close_clients() -> None:
-    """Closes this loop's client (a worker's shutdown)."""
-    found = _clients.pop(asyncio.get_running_loop(), None)
+async def close_sessions() -> None:
+    """Closes this loop's session (a worker's shutdown)."""
+    found = _sessions.pop(asyncio.get_running_loop(), None)
     if found is not None:
-        await found.aclose()
+        await found.close()

@@ -9,6 +9,7 @@ import json
 import math
 from typing import Any
 
+import aiohttp
 import httpx
 import litellm
 
@@ -137,9 +138,9 @@ def error_from_event(event: dict[str, Any], provider: str, model: str, label: st
 
 def error_from_transport(exc: BaseException, provider: str, model: str, label: str) -> BaseException:
     """The exception for a request that got no answer, or a stream that broke."""
-    if isinstance(exc, httpx.TimeoutException):
+    if isinstance(exc, httpx.TimeoutException | TimeoutError | aiohttp.ServerTimeoutError):
         return litellm.Timeout(message=f"{label}Exception - Request timed out.", model=model, llm_provider=provider)
-    if isinstance(exc, httpx.HTTPError):
+    if isinstance(exc, httpx.HTTPError | aiohttp.ClientError | OSError):
         return litellm.APIConnectionError(
             message=f"APIConnectionError: {label}Exception - Connection error.", llm_provider=provider, model=model
         )

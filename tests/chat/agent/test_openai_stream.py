@@ -124,15 +124,21 @@ async def test_a_server_rejecting_stream_options_is_asked_again_without_it(serve
 
 
 class FakeResponse:
+    """An aiohttp response as the reader uses it: its body in pieces as they arrive."""
+
     def __init__(self, pieces: list[bytes]) -> None:
         self.pieces = pieces
+        self.content = self
         self.closed = False
 
-    async def aiter_bytes(self) -> AsyncIterator[bytes]:
+    async def iter_any(self) -> AsyncIterator[bytes]:
         for piece in self.pieces:
             yield piece
 
-    async def aclose(self) -> None:
+    def release(self) -> None:
+        self.closed = True
+
+    def close(self) -> None:
         self.closed = True
 
 
@@ -246,14 +252,15 @@ async def test_stop_closes_the_http_stream_at_once() -> None:
     tcp.close()
 
 
-async def test_one_pooled_client_per_loop(server: ReplayServer) -> None:
-    assert openai_stream.client() is openai_stream.client()
+async def test_one_pooled_session_per_loop(server: ReplayServer) -> None:
+    assert openai_stream.session() is openai_stream.session()
     server.play(answer("one"))
     await collect(model(server))
     server.play(answer("two"))
     await collect(model(server))
-    pool = openai_stream.client()._transport._pool  # type: ignore[attr-defined]
-    assert len(pool.connections) == 1  # the second request reused the first one's connection
+    idle = openai_stream.session().connector._conns  # type: ignore[union-attr]
+    assert sum(len(c) for c in idle.values()) == 1  # the second request reused the first one's connection
+    await openai_stream.close_sessions()
 
 
 # --- errors: the same kinds and messages as LiteLLM's own client ------------------------------
