@@ -22,6 +22,8 @@ from toolsets.base import humanize, split_qualified_name
 from toolsets.registry import get_toolset, resolve
 
 from . import citations, dom, summaries, tool_content, usage
+from .agents.base import DELEGATE_PREFIX
+from .agents.registry import builtin_agents
 from .citations import Citations
 from .live import LiveTurn
 from .models import Message, Turn
@@ -39,6 +41,10 @@ STATUS_LABELS = {
 
 def tool_display_name(name: str) -> str:
     """ "Exa: Search"; for a tool nobody registered, a readable name derived from its own."""
+    if name.startswith(DELEGATE_PREFIX):
+        # A subagent: its name (an admin's agent is named by its slug until its card starts).
+        agent = builtin_agents().get(name.removeprefix(DELEGATE_PREFIX))
+        return agent.name if agent else humanize(name.removeprefix(DELEGATE_PREFIX))
     found = resolve(name)
     if found:
         toolset, tool = found
@@ -373,7 +379,8 @@ def card_from_execution(
         result=execution.result if status == "success" and not delegated else None,
         error=execution.error,
         error_type=execution.error_type,
-        duration_ms=execution.duration_ms,
+        # A stopped delegation ends before it can report its duration; the live card had none.
+        duration_ms=None if delegated and status == "cancelled" else execution.duration_ms,
         execution_id=execution.pk,
         delegation=delegated,
     )

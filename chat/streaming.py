@@ -201,6 +201,19 @@ class TurnSink:
     async def tool_finished(self, step: int, position: int, call: ToolCall, result: ToolResult, lane: str = "") -> None:
         data = result.data
         status = "cancelled" if result.cancelled else "error" if result.is_error else "success"
+        delegation = data.get("delegation")
+        cards = self.live.step(step, lane).cards
+        shown = cards[position].get("delegation") if position < len(cards) else None
+        if delegation is None and shown:
+            # Stop ended the delegation before it could report: its card says it was stopped.
+            delegation = presenters.delegation(
+                shown["agent"],
+                shown["name"],
+                shown["lane"],
+                task=shown["task"],
+                context=shown["context"],
+                state="stopped",
+            )
         card = presenters.card(
             dom.lane(self.turn_id, lane),
             step,
@@ -214,7 +227,7 @@ class TurnSink:
             error_type=data.get("error_type", ""),
             duration_ms=data.get("duration_ms"),
             execution_id=data.get("execution_id"),
-            delegation=data.get("delegation"),
+            delegation=delegation,
         )
         self.live.step(step, lane).cards[position] = card
         self._progress_sent.pop((lane, step, position), None)
@@ -271,7 +284,17 @@ class TurnSink:
         cards = self.live.step(step, lane).cards
         if position >= len(cards):
             return
-        card = dict(cards[position], delegation=delegation)
+        old = cards[position]
+        card = presenters.card(
+            dom.lane(self.turn_id, lane),
+            step,
+            position,
+            name=old["name"],
+            call_id=old["call_id"],
+            arguments=old["arguments"],
+            status=old["status"],
+            delegation=delegation,
+        )
         cards[position] = card
         await self.flush(presenters.card_fragment(card, self.live))
 

@@ -25,7 +25,9 @@ def test_delegation_card_streams_nested_cards_and_text_then_reloads_identically(
     page.wait_for_url("**/chats/*/")
     card = page.locator(CARD.format("workspace_assistant")).first
     expect(card).to_be_visible(timeout=15_000)
-    expect(card.get_by_test_id("tool-call-summary")).to_have_text("Workspace assistant is working on it…")
+    expect(card.locator(":scope > summary").get_by_test_id("tool-call-summary")).to_have_text(
+        "Workspace assistant is working on it…"
+    )
     # The subagent's own calls appear as cards inside the delegation card, and its text streams
     # into the card while it is still working.
     nested = card.locator("[data-testid=delegation] [data-tool-card]")
@@ -33,8 +35,9 @@ def test_delegation_card_streams_nested_cards_and_text_then_reloads_identically(
     expect(nested.first).to_contain_text("Workspace: List events")
     page.wait_for_function(
         """() => { const c = document.querySelector('[data-tool="delegate_to_workspace_assistant"]');
-                   const md = c && c.querySelector('[data-testid=delegation] .md');
-                   return c && c.dataset.status === 'calling' && md && md.innerText.trim().length > 20; }""",
+                   const text = c ? [...c.querySelectorAll('[data-testid=delegation] .md')]
+                     .map((md) => md.innerText.trim()).join('') : '';
+                   return c && c.dataset.status === 'calling' && text.length > 20; }""",
         timeout=20_000,
     )
     shot(page, "delegation-streaming")
@@ -92,8 +95,8 @@ def test_stop_during_a_delegation_stops_the_subagent(page: Page) -> None:
     send(page, PLAN)
     page.wait_for_url("**/chats/*/")
     page.wait_for_function(
-        """() => { const md = document.querySelector('[data-testid=delegation] .md');
-                   return md && md.innerText.trim().length > 10; }""",
+        """() => [...document.querySelectorAll('[data-testid=delegation] .md')]
+                   .map((md) => md.innerText.trim()).join('').length > 10""",
         timeout=20_000,
     )
     page.get_by_test_id("stop-button").click()
@@ -102,7 +105,9 @@ def test_stop_during_a_delegation_stops_the_subagent(page: Page) -> None:
     assert turn.status == Turn.Status.CANCELLED
     card = page.locator(CARD.format("workspace_assistant")).first
     expect(card).to_have_attribute("data-status", "cancelled")
-    expect(card.get_by_test_id("tool-call-summary")).to_have_text("Workspace assistant was stopped.")
+    expect(card.locator(":scope > summary").get_by_test_id("tool-call-summary")).to_have_text(
+        "Workspace assistant was stopped."
+    )
     delegation = ToolExecution.objects.get(toolset="agents")
     assert delegation.status == "cancelled"
     assert not ToolExecution.objects.filter(status="running").exists()
