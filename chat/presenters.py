@@ -366,7 +366,8 @@ def card_from_execution(
     status = {"success": "success", "error": "error", "cancelled": "cancelled"}.get(execution.status, "calling")
     stored = execution.result if isinstance(execution.result, dict) else {}
     delegated = stored.get("delegation") if isinstance(stored.get("delegation"), dict) else None
-    if delegated and status == "calling":
+    if delegated and (status == "calling" or delegated.get("state") == "working"):
+        # It never reported back (Stop, or its worker died): its card says it was stopped.
         delegated = {**delegated, "state": "stopped", "message": f"{delegated.get('name', 'The agent')} was stopped."}
     return card(
         turn_id,
