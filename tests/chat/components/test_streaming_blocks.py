@@ -35,7 +35,7 @@ class LivePage:
 
 
 def reloaded(text: str) -> tuple[str, str]:
-    """What a page rendered from the live state shows (chat/presenters.py + _step.html)."""
+    """What a page rendered from the live state shows (chat/presenters/ + _step.html)."""
     rendered = render_text(text, complete=False)
     return "".join(rendered.blocks), rendered.tail_html or escape(rendered.tail)
 

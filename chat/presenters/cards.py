@@ -1,0 +1,187 @@
+"""A tool card's view: what a call is, how it went, and for a delegation what its agent did."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.urls import reverse
+
+from toolsets.availability import DISABLED_BY_ADMIN
+from toolsets.base import humanize, split_qualified_name
+from toolsets.registry import get_toolset, resolve
+
+from .. import dom, summaries, tool_content
+from ..agents.base import DELEGATE_PREFIX
+from ..agents.registry import builtin_agents
+
+RESULT_DISPLAY_LIMIT = 20_000
+STATUS_LABELS = {
+    "pending": "Calling...",
+    "calling": "Calling...",
+    "success": "Completed",
+    "error": "Error",
+    "cancelled": "Stopped",
+}
+
+
+def tool_display_name(name: str) -> str:
+    """ "Exa: Search"; for a tool nobody registered, a readable name derived from its own."""
+    if name.startswith(DELEGATE_PREFIX):
+        # A subagent: its name (an admin's agent is named by its slug until its card starts).
+        agent = builtin_agents().get(name.removeprefix(DELEGATE_PREFIX))
+        return agent.name if agent else humanize(name.removeprefix(DELEGATE_PREFIX))
+    found = resolve(name)
+    if found:
+        toolset, tool = found
+        return f"{toolset.label}: {tool.display_name}"
+    parts = split_qualified_name(name)
+    if parts:
+        known = get_toolset(parts[0])
+        return f"{known.label if known else humanize(parts[0])}: {humanize(parts[1])}"
+    return humanize(name) or "Tool"
+
+
+def _connect(name: str, error_type: str, error: str) -> tuple[str, str]:
+    """The "Connect <toolset>" action on an error card whose toolset the user must set up."""
+    parts = split_qualified_name(name)
+    toolset = get_toolset(parts[0]) if parts else None
+    if toolset is None or error_type != "permission_denied" or DISABLED_BY_ADMIN in error:
+        return "", ""
+    return reverse("toolsets:settings") + f"#toolset-{toolset.id}", f"Connect {toolset.label}"
+
+
+def pretty_json(value: Any) -> str:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except (json.JSONDecodeError, ValueError):
+            return value
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+def card(
+    turn_id: int | str,
+    step: int,
+    position: int,
+    *,
+    name: str,
+    call_id: str = "",
+    arguments: Any = None,
+    status: str = "pending",
+    result: Any = None,
+    error: str = "",
+    error_type: str = "",
+    duration_ms: int | None = None,
+    progress_text: str = "",
+    progress_percent: float | None = None,
+    execution_id: int | None = None,
+    delegation: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A tool card's view. `turn_id` is the id prefix of the steps it belongs to (a turn's id,
+    or a subagent's lane prefix, see chat.dom.lane)."""
+    found = resolve(name)
+    tool = found[1] if found else None
+    display_name = tool_display_name(name)
+    result_text = "" if result is None else pretty_json(result)
+    truncated = len(result_text) > RESULT_DISPLAY_LIMIT
+    if status in ("pending", "calling"):
+        summary = progress_text or summaries.status_text(tool, display_name, arguments if status == "calling" else None)
+    elif status == "success":
+        summary = summaries.summarize(tool, result)
+    else:
+        summary = summaries.summarize_error(error) if error else "Stopped"
+    connect_url, connect_label = _connect(name, error_type, error) if status == "error" else ("", "")
+    if delegation:
+        # A subagent's card: its agent's name, and what it is doing or did.
+        display_name, summary = delegation.get("name") or display_name, delegation.get("message") or summary
+    return {
+        "dom_id": dom.card(turn_id, step, position),
+        "name": name,
+        "call_id": call_id,
+        "display_name": display_name,
+        "status": status,
+        "status_label": STATUS_LABELS.get(status, status),
+        "summary": summary,
+        "arguments": "" if arguments in (None, "") else pretty_json(arguments),
+        "result": result_text[:RESULT_DISPLAY_LIMIT],
+        # Content blocks (MCP tools) render by type instead of as JSON.
+        "content_html": tool_content.render(result) if result is not None else None,
+        "result_truncated": truncated,
+        "full_result_url": reverse("toolsets:execution", args=[execution_id]) if truncated and execution_id else "",
+        "error": error,
+        "error_type": error_type,
+        "duration_ms": duration_ms,
+        "progress_percent": None if progress_percent is None else max(0, min(100, round(progress_percent))),
+        "connect_url": connect_url,
+        "connect_label": connect_label,
+        "delegation": delegation,
+    }
+
+
+def delegation(
+    agent_id: str, name: str, lane: str, *, task: str, context: str, state: str = "working", result: str = ""
+) -> dict[str, Any]:
+    """What a delegation card keeps (live, and in its execution's result): the agent, its lane
+    (the path of the call), the task, and — once done — how it ended and what it answered."""
+    messages = {
+        "working": f"{name} is working on it…",
+        "done": f"{name} finished.",
+        "failed": f"{name} could not finish.",
+        "stopped": f"{name} was stopped.",
+    }
+    return {
+        "agent": agent_id,
+        "name": name,
+        "lane": lane,
+        "task": task,
+        "context": context,
+        "state": state,
+        "message": messages.get(state, messages["working"]),
+        "result": result,
+    }
+
+
+def card_from_execution(
+    turn_id: int | str,
+    step_index: int,
+    position: int,
+    function: dict[str, Any],
+    call: dict[str, Any],
+    execution: Any,
+) -> dict[str, Any]:
+    name = function.get("name", "")
+    if execution is None:
+        # The call was stored but never ran (e.g. the worker died): say so rather than hide it.
+        return card(
+            turn_id,
+            step_index,
+            position,
+            name=name,
+            call_id=call.get("id", ""),
+            arguments=function.get("arguments"),
+            status="cancelled",
+            error="This tool call did not run.",
+        )
+    status = {"success": "success", "error": "error", "cancelled": "cancelled"}.get(execution.status, "calling")
+    stored = execution.result if isinstance(execution.result, dict) else {}
+    delegated = stored.get("delegation") if isinstance(stored.get("delegation"), dict) else None
+    if delegated and (status == "calling" or delegated.get("state") == "working"):
+        # It never reported back (Stop, or its worker died): its card says it was stopped.
+        delegated = {**delegated, "state": "stopped", "message": f"{delegated.get('name', 'The agent')} was stopped."}
+    return card(
+        turn_id,
+        step_index,
+        position,
+        name=name,
+        call_id=execution.tool_call_id,
+        arguments=execution.arguments if execution.arguments else function.get("arguments"),
+        status=status,
+        result=execution.result if status == "success" and not delegated else None,
+        error=execution.error,
+        error_type=execution.error_type,
+        # A stopped delegation ends before it can report its duration; the live card had none.
+        duration_ms=None if delegated and status == "cancelled" else execution.duration_ms,
+        execution_id=execution.pk,
+        delegation=delegated,
+    )
