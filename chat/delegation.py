@@ -20,7 +20,6 @@ from django.utils import timezone
 from chat.agent.loop import Agent, CancelToken, Model, Outcome
 from chat.agent.types import ToolCall, ToolResult
 from core.redact import redact
-from toolsets.models import ToolExecution
 from toolsets.sources import SourceBook
 
 from . import presenters, turn_store
@@ -73,7 +72,9 @@ class Delegator:
         lane = f"{self.lane}/{step}-{position}" if self.lane else f"{step}-{position}"
         info = presenters.delegation(agent.id, agent.name, lane, task=task, context=context)
         started = time.monotonic()
-        record_id = await db(_open_record)(self, agent, call, step, position, info)
+        record_id = await db(turn_store.open_delegation)(
+            self.user_id, self.sink.turn_id, self.lane, step, position, agent.id, call, info
+        )
         await self.sink.delegation_changed(self.lane, step, position, info)
         work = asyncio.ensure_future(self._work(agent, lane, task, context))
         try:
@@ -89,7 +90,7 @@ class Delegator:
                 **info,
                 **presenters.delegation(agent.id, agent.name, lane, task=task, context=context, state="stopped"),
             }
-            await asyncio.shield(db(_close_record)(record_id, "cancelled", stopped, "Stopped", started))
+            await asyncio.shield(db(turn_store.close_delegation)(record_id, "cancelled", stopped, "Stopped", started))
             raise
         except Exception as exc:  # a bug in the subagent's run must cost this call, not the turn
             outcome, text = Outcome("failed", 0, error=f"{type(exc).__name__}: {exc}", error_kind="internal"), ""
@@ -97,7 +98,7 @@ class Delegator:
         final = presenters.delegation(agent.id, agent.name, lane, task=task, context=context, state=state, result=text)
         status = {"done": "success", "stopped": "cancelled"}.get(state, "error")
         error = redact(outcome.error) if state == "failed" else ""
-        duration = await db(_close_record)(record_id, status, final, error, started)
+        duration = await db(turn_store.close_delegation)(record_id, status, final, error, started)
         await self.sink.delegation_changed(self.lane, step, position, final)
         data: dict[str, Any] = {"delegation": final, "execution_id": record_id, "duration_ms": duration}
         if state == "failed":
@@ -184,36 +185,3 @@ def _arguments(call: ToolCall) -> tuple[str, str, str]:
     if unknown:
         return "", "", f"unknown argument(s): {', '.join(sorted(unknown))}"
     return task.strip(), context.strip(), ""
-
-
-def _open_record(
-    delegator: Delegator, agent: AgentSpec, call: ToolCall, step: int, position: int, info: dict[str, Any]
-) -> int:
-    record = ToolExecution.objects.create(
-        user_id=delegator.user_id,
-        turn_id=delegator.sink.turn_id,
-        lane=delegator.lane,
-        step=step,
-        position=position,
-        tool_call_id=call.id[:200],
-        toolset="agents",
-        tool=agent.id,
-        arguments={"task": info["task"], "context": info["context"]},
-        raw_arguments=call.arguments,
-        result={"delegation": info},
-    )
-    return record.pk
-
-
-def _close_record(record_id: int, status: str, info: dict[str, Any], error: str, started: float) -> int:
-    duration = int((time.monotonic() - started) * 1000)
-    ToolExecution.objects.filter(pk=record_id).update(
-        status=status,
-        result={"delegation": info},
-        error=error,
-        error_type="execution_error" if status == "error" else "",
-        finished_at=timezone.now(),
-        duration_ms=duration,
-        attempts=1,
-    )
-    return duration

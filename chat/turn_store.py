@@ -8,13 +8,14 @@ Status transitions themselves are `Turn` methods.
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
 from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
-from chat.agent.types import AssistantMessage, ToolResult
+from chat.agent.types import AssistantMessage, ToolCall, ToolResult
 from toolsets.models import ToolExecution
 
 from . import usage
@@ -206,3 +207,45 @@ def _answer_open_calls(turn: Turn) -> None:
                     content="Error: interrupted before this tool finished.",
                     metadata={"error": True},
                 )
+
+
+def open_delegation(
+    user_id: int,
+    turn_id: int,
+    lane: str,
+    step: int,
+    position: int,
+    agent_id: str,
+    call: ToolCall,
+    info: dict[str, Any],
+) -> int:
+    """A delegation call's execution record, at its place, while its subagent works."""
+    record = ToolExecution.objects.create(
+        user_id=user_id,
+        turn_id=turn_id,
+        lane=lane,
+        step=step,
+        position=position,
+        tool_call_id=call.id[:200],
+        toolset="agents",
+        tool=agent_id,
+        arguments={"task": info["task"], "context": info["context"]},
+        raw_arguments=call.arguments,
+        result={"delegation": info},
+    )
+    return record.pk
+
+
+def close_delegation(record_id: int, status: str, info: dict[str, Any], error: str, started: float) -> int:
+    """How the delegation ended; returns how long it took, in milliseconds."""
+    duration = int((time.monotonic() - started) * 1000)
+    ToolExecution.objects.filter(pk=record_id).update(
+        status=status,
+        result={"delegation": info},
+        error=error,
+        error_type="execution_error" if status == "error" else "",
+        finished_at=timezone.now(),
+        duration_ms=duration,
+        attempts=1,
+    )
+    return duration
