@@ -17,6 +17,7 @@ would raise, so `provider_errors` classifies both paths alike.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import os
@@ -201,6 +202,26 @@ async def open_stream(
 DEFAULT_TIMEOUT_S = 120.0
 
 
+def _events(pending: bytes, received: bytes, data: list[bytes]) -> tuple[list[bytes], bytes, bool]:
+    """Whole SSE events in `pending + received`: (their data, what is left of an unfinished
+    line, whether `[DONE]` came). `data` carries an event's lines across calls."""
+    lines = (pending + received).split(b"\n") if pending else received.split(b"\n")
+    pending = lines.pop()  # the part after the last newline: not a whole line yet
+    events: list[bytes] = []
+    for line in lines:
+        if line[-1:] == b"\r":
+            line = line[:-1]
+        if line.startswith(b"data:"):
+            payload = line[6:] if line[5:6] == b" " else line[5:]
+            if payload == b"[DONE]":
+                return events, pending, True
+            data.append(payload)
+        elif not line and data:
+            events.append(data[0] if len(data) == 1 else b"\n".join(data))
+            data.clear()
+    return events, pending, False
+
+
 async def _chunks(response: aiohttp.ClientResponse, route: Route) -> AsyncIterator[dict[str, Any]]:
     """The stream's `data:` payloads, parsed. A minimal SSE reader: events are separated by a
     blank line, `data:` lines of one event are joined with a newline (no OpenAI-compatible
@@ -214,23 +235,12 @@ async def _chunks(response: aiohttp.ClientResponse, route: Route) -> AsyncIterat
         async for received in response.content.iter_any():
             if done:
                 continue  # read to the end of the body, so the connection goes back to the pool
-            lines = (pending + received).split(b"\n") if pending else received.split(b"\n")
-            pending = lines.pop()  # the part after the last newline: not a whole line yet
-            for line in lines:
-                if line[-1:] == b"\r":
-                    line = line[:-1]
-                if line.startswith(b"data:"):
-                    payload = line[6:] if line[5:6] == b" " else line[5:]
-                    if payload == b"[DONE]":
-                        done = True
-                        break
-                    data.append(payload)
-                elif not line and data:
-                    chunk = loads(data[0] if len(data) == 1 else b"\n".join(data))
-                    data.clear()
-                    if type(chunk) is dict and "error" in chunk and not chunk.get("choices"):
-                        raise error_from_event(chunk, route.provider, route.model, route.label, route.api_key)
-                    yield chunk
+            events, pending, done = _events(pending, received, data)
+            for event in events:
+                chunk = loads(event)
+                if type(chunk) is dict and "error" in chunk and not chunk.get("choices"):
+                    raise error_from_event(chunk, route.provider, route.model, route.label, route.api_key)
+                yield chunk
         finished = True
         if done:
             return
@@ -239,6 +249,14 @@ async def _chunks(response: aiohttp.ClientResponse, route: Route) -> AsyncIterat
         if data and data != [b"[DONE]"]:
             yield loads(b"\n".join(data))
     except (aiohttp.ClientError, OSError, TimeoutError, orjson.JSONDecodeError) as exc:
+        if isinstance(exc, aiohttp.ClientPayloadError) and not done:
+            # The connection dropped: aiohttp raises before handing over what it had already
+            # received, and that text reached Tessera before the cut; keep every whole event.
+            leftover = b"".join(getattr(response.content, "_buffer", ()))
+            events, pending, done = _events(pending, leftover, data)
+            for event in events:
+                with contextlib.suppress(orjson.JSONDecodeError):
+                    yield loads(event)
         raise error_from_transport(exc, route.provider, route.model, route.label) from exc
     finally:
         if finished:

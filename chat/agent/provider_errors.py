@@ -13,6 +13,8 @@ import aiohttp
 import httpx
 import litellm
 
+from core import redact
+
 # Errors worth another try: the provider is busy or briefly unreachable.
 RETRYABLE_ERRORS: tuple[type[BaseException], ...] = (
     litellm.RateLimitError,
@@ -166,8 +168,10 @@ def _status_message(status: int, text: str) -> str:
 
 
 def _hide(text: str, secret: str) -> str:
-    # Some providers quote the key they were sent ("Incorrect API key provided: sk-…").
-    return text.replace(secret, "****") if secret and len(secret) >= 4 else text
+    # Some providers quote the key they were sent ("Incorrect API key provided: sk-…"): the one
+    # redaction function every error text goes through removes it (and any other known secret).
+    redact.register(secret)
+    return redact.redact(text)
 
 
 def _litellm_error(

@@ -131,8 +131,11 @@ def _handler_for(server: ReplayServer) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             for count, payload in enumerate(_events(reply.chunks, model)):
                 if reply.cut_after is not None and count >= reply.cut_after:
-                    # A dropped connection: no terminating chunk, the socket just goes away.
+                    # A dropped connection: no terminating chunk, the socket just goes away —
+                    # a moment after the last chunk, as on a real network (LiteLLM's client drops
+                    # what arrived in the same read as the reset; the fast path keeps it).
                     self.wfile.flush()
+                    time.sleep(0.2)
                     self.connection.shutdown(socket.SHUT_RDWR)
                     self.close_connection = True
                     return
