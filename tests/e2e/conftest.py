@@ -100,8 +100,8 @@ def normalized_messages(page: Page) -> str:
     return re.sub(r">\s+<", "><", html).strip()
 
 
-def shot(page: Page, name: str) -> Path:
+def shot(page: Page, name: str, full_page: bool = False) -> Path:
     SHOTS.mkdir(parents=True, exist_ok=True)
     path = SHOTS / f"{name}.png"
-    page.screenshot(path=str(path), full_page=False)
+    page.screenshot(path=str(path), full_page=full_page)
     return path
