@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, expect
 
+from chat import citations
 from chat.models import Message
 from chat.rendering import render_text
+from toolsets.models import ToolExecution
 from toolsets.workspace.models import Task
 
 from .conftest import SHOTS, normalized_messages, send, send_and_wait, shot, wait_socket, wait_turn_done
@@ -47,8 +49,14 @@ def test_stale_tasks_card_placeholder_and_task_table(page: Page) -> None:
     expect(table.locator("tbody tr").first).to_be_visible()
     stored = Message.objects.filter(role="assistant").last()
     assert stored is not None and ':::component{type="task_table"}' in stored.content
+    assert stored.turn_id is not None
     live_blocks = page.inner_html(f"#blocks-{stored.turn_id}-{stored.step}")
-    assert live_blocks == "".join(render_text(stored.content, complete=True).blocks)
+    # The stream sent the stored text's blocks, with its citations linked to the Sources list.
+    cite = citations.by_number(
+        citations.from_executions(ToolExecution.objects.filter(turn_id=stored.turn_id)), stored.turn_id
+    )
+    assert live_blocks == "".join(citations.link(b, cite) for b in render_text(stored.content, complete=True).blocks)
+    assert 'class="cite"' in live_blocks
     before = normalized_messages(page)
     page.reload()
     wait_socket(page)
