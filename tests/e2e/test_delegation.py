@@ -41,6 +41,11 @@ def test_delegation_card_streams_nested_cards_and_text_then_reloads_identically(
         timeout=20_000,
     )
     shot(page, "delegation-streaming")
+    # A reload mid-delegation picks the card up exactly where it is and keeps streaming into it.
+    page.reload()
+    wait_socket(page)
+    card = page.locator(CARD.format("workspace_assistant")).first
+    expect(card.locator("[data-testid=delegation] [data-tool-card]")).to_have_count(2)
     wait_turn_done(page, 60_000)
     expect(card).to_have_attribute("data-status", "success")
     expect(card.get_by_test_id("delegation-done")).to_have_text("Workspace assistant finished.")
