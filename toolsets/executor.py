@@ -143,8 +143,11 @@ async def execute(
             "tool_call_id": tool_call_id,
             "toolset": toolset_id,
             "tool": tool_name,
-            "arguments": arguments,
-            "raw_arguments": raw_arguments if isinstance(raw_arguments, str) else json.dumps(raw_arguments),
+            # PostgreSQL cannot store NUL characters (text or jsonb): the record keeps them escaped.
+            "arguments": _storable(arguments),
+            "raw_arguments": (raw_arguments if isinstance(raw_arguments, str) else json.dumps(raw_arguments)).replace(
+                "\x00", "\\u0000"
+            ),
         },
     )
     execution.record_id = record.pk
@@ -300,13 +303,19 @@ def _finish_record(record: ToolExecution, execution: Execution, attempts: int) -
         record.sources = list(execution.sources)
     else:
         record.status = ToolExecution.Status.ERROR
-        record.error = execution.error.full_message
+        record.error = execution.error.full_message.replace("\x00", "\\u0000")
         record.error_type = execution.error.type
     record.save(
         update_fields=["finished_at", "duration_ms", "attempts", "status", "result", "error", "error_type", "sources"]
     )
 
 
+def _storable(value: Any) -> Any:
+    """JSON data without NUL characters, which PostgreSQL refuses."""
+    text = json.dumps(value, default=str)
+    return json.loads(text.replace("\\u0000", "\\\\u0000")) if "\\u0000" in text else value
+
+
 def _jsonable(value: Any) -> Any:
     # Strict JSON: PostgreSQL's jsonb rejects NaN/Infinity, which json.dumps emits by default.
-    return json.loads(json.dumps(value, default=str), parse_constant=str)
+    return _storable(json.loads(json.dumps(value, default=str), parse_constant=str))
