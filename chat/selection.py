@@ -93,9 +93,11 @@ class ToolsetRow:
 
     @property
     def state(self) -> str:
-        """all | none | some — the tri-state of the toolset's checkbox."""
+        """all | none | some — the tri-state of the toolset's checkbox, over the tools that can be
+        ticked (an agent that cannot be used has a disabled box the row's box cannot change)."""
         count = self.enabled_count
-        return "all" if count == len(self.tools) else "none" if count == 0 else "some"
+        total = sum(tool.usable for tool in self.tools)
+        return "all" if count == total else "none" if count == 0 else "some"
 
 
 def popover_rows(user_id: int, selection: Selection) -> list[ToolsetRow]:

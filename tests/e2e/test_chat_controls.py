@@ -150,10 +150,10 @@ def test_badge_counts_enabled_tools(page: Page, exa_configured: FakeExa) -> None
     expect(page.get_by_test_id("toolset-checkbox-workspace")).to_be_disabled()
     for toolset_id in ("clock_math", "web"):
         page.get_by_test_id(f"toolset-checkbox-{toolset_id}").uncheck()
-    # The agents one by one (the Workspace assistant cannot be used yet: its box is disabled).
+    # The agents' box covers the agents that can be used (the Workspace assistant cannot yet).
+    page.get_by_test_id("toolset-checkbox-agents").uncheck()
     page.get_by_test_id("toolset-expand-agents").click()
     for agent in ("researcher", "general"):
-        page.get_by_test_id(f"tool-checkbox-agents-{agent}").uncheck()
         expect(page.get_by_test_id(f"tool-checkbox-agents-{agent}")).not_to_be_checked()
     expect(page.get_by_test_id("toolsets-badge")).to_be_hidden()
     page.get_by_test_id("toolset-checkbox-exa").check()
