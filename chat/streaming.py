@@ -32,6 +32,9 @@ PROGRESS_INTERVAL_S = 0.2
 # finishes), so a worker killed mid-answer loses at most the last few seconds of it, even if
 # Redis goes down with it.
 CHECKPOINT_S = 2.0
+# …but not more often than this, however fast blocks finish: each write costs the worker a
+# database round trip, and a fast answer finishes a paragraph every few hundred milliseconds.
+CHECKPOINT_MIN_S = 1.0
 FINAL_STATUS = {"completed": Turn.Status.COMPLETED, "cancelled": Turn.Status.CANCELLED, "failed": Turn.Status.FAILED}
 
 
@@ -106,7 +109,8 @@ class TurnSink:
         or CHECKPOINT_S passed; one write at a time, never on the fragment's path."""
         if self._checkpoint_task is not None and not self._checkpoint_task.done():
             return
-        if not self._block_finished and time.monotonic() - self._checkpoint_at < CHECKPOINT_S:
+        since = time.monotonic() - self._checkpoint_at
+        if since < (CHECKPOINT_MIN_S if self._block_finished else CHECKPOINT_S):
             return
         self._block_finished = False
         pending = {i: text for i, text in self.live.streaming_texts().items() if self._checkpointed.get(i) != text}
