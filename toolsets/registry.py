@@ -13,6 +13,8 @@ from __future__ import annotations
 import importlib
 from functools import cache
 
+from core import plugins
+
 from .base import Tool, Toolset, split_qualified_name
 
 TOOLSET_MODULES: list[str] = [
@@ -39,15 +41,7 @@ def all_toolsets() -> dict[str, Toolset]:
 
 @cache
 def builtin_toolsets() -> dict[str, Toolset]:
-    found: dict[str, Toolset] = {}
-    for path in TOOLSET_MODULES:
-        toolset = importlib.import_module(path).toolset
-        if not isinstance(toolset, Toolset):
-            raise TypeError(f"{path}.toolset is not a Toolset")
-        if toolset.id in found:
-            raise ValueError(f"Duplicate toolset id {toolset.id!r}")
-        found[toolset.id] = toolset
-    return found
+    return plugins.load(TOOLSET_MODULES, "toolset", Toolset, lambda t: t.id, "toolset id")
 
 
 def get_toolset(toolset_id: str) -> Toolset | None:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from functools import cache
 
+from core import plugins
 from toolsets import availability as toolset_availability
 from toolsets.registry import get_toolset
 
@@ -20,15 +20,7 @@ AGENT_MODULES: list[str] = [
 
 @cache
 def builtin_agents() -> dict[str, AgentSpec]:
-    found: dict[str, AgentSpec] = {}
-    for path in AGENT_MODULES:
-        agent = importlib.import_module(path).agent
-        if not isinstance(agent, AgentSpec):
-            raise TypeError(f"{path}.agent is not an AgentSpec")
-        if agent.id in found:
-            raise ValueError(f"Duplicate agent id {agent.id!r}")
-        found[agent.id] = agent
-    return found
+    return plugins.load(AGENT_MODULES, "agent", AgentSpec, lambda a: a.id, "agent id")
 
 
 def agents() -> dict[str, AgentSpec]:

@@ -8,8 +8,9 @@ the order the system prompt documents them in.
 
 from __future__ import annotations
 
-import importlib
 from functools import cache
+
+from core import plugins
 
 from .base import Component
 
@@ -25,15 +26,7 @@ COMPONENT_MODULES: list[str] = [
 
 def load(paths: list[str]) -> dict[str, Component]:
     """The components of these modules by type name, in the order given."""
-    found: dict[str, Component] = {}
-    for path in paths:
-        component = getattr(importlib.import_module(path), "component", None)
-        if not isinstance(component, Component):
-            raise TypeError(f"{path} has no module-level `component` that is a Component")
-        if component.name in found:
-            raise ValueError(f"Duplicate component type {component.name!r}")
-        found[component.name] = component
-    return found
+    return plugins.load(paths, "component", Component, lambda c: c.name, "component type")
 
 
 @cache

@@ -4,6 +4,7 @@ that does not exist."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import date, datetime, timedelta
 from typing import Any
 
@@ -145,55 +146,33 @@ def post_dict(post: SocialPost) -> dict[str, Any]:
 # -- sources: what a result cites -----------------------------------------------------------------
 
 
-def task_sources(result: Any) -> list[dict[str, str]]:
+def _items_sources(
+    result: Any, many: str, kind: str, title: str, snippet: Callable[[dict[str, Any]], Any]
+) -> list[dict[str, str]]:
+    """The items of a list result (under `many`), or the one item a get result is."""
     from toolsets.sources import source
 
-    tasks = result.get("tasks") or [] if isinstance(result, dict) and "tasks" in result else [result]
+    items = (result.get(many) or []) if isinstance(result, dict) and many in result else [result]
     return [
-        source(
-            t.get("name"),
-            kind="Task",
-            snippet=f"{t.get('project', '')} · {t.get('status', '')}",
-            key=f"task:{t.get('id')}",
-        )
-        for t in tasks
-        if isinstance(t, dict) and t.get("id") is not None
+        source(item.get(title), kind=kind, snippet=snippet(item), key=f"{kind.lower()}:{item.get('id')}")
+        for item in items
+        if isinstance(item, dict) and item.get("id") is not None
     ]
+
+
+def task_sources(result: Any) -> list[dict[str, str]]:
+    return _items_sources(result, "tasks", "Task", "name", lambda t: f"{t.get('project', '')} · {t.get('status', '')}")
 
 
 def event_sources(result: Any) -> list[dict[str, str]]:
-    from toolsets.sources import source
-
-    events = result.get("events", []) if isinstance(result, dict) else []
-    return [
-        source(
-            e.get("title"),
-            kind="Event",
-            snippet=f"{e.get('start', '')} {e.get('location') or ''}",
-            key=f"event:{e.get('id')}",
-        )
-        for e in events
-        if isinstance(e, dict) and e.get("id") is not None
-    ]
+    return _items_sources(
+        result, "events", "Event", "title", lambda e: f"{e.get('start', '')} {e.get('location') or ''}"
+    )
 
 
 def email_sources(result: Any) -> list[dict[str, str]]:
-    from toolsets.sources import source
-
-    emails = result.get("emails") or [] if isinstance(result, dict) and "emails" in result else [result]
-    return [
-        source(m.get("subject"), kind="Email", snippet=m.get("snippet"), key=f"email:{m.get('id')}")
-        for m in emails
-        if isinstance(m, dict) and m.get("id") is not None
-    ]
+    return _items_sources(result, "emails", "Email", "subject", lambda m: m.get("snippet"))
 
 
 def meeting_sources(result: Any) -> list[dict[str, str]]:
-    from toolsets.sources import source
-
-    meetings = result.get("meetings") or [] if isinstance(result, dict) and "meetings" in result else [result]
-    return [
-        source(m.get("title"), kind="Meeting", snippet=m.get("summary"), key=f"meeting:{m.get('id')}")
-        for m in meetings
-        if isinstance(m, dict) and m.get("id") is not None
-    ]
+    return _items_sources(result, "meetings", "Meeting", "title", lambda m: m.get("summary"))
