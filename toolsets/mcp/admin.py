@@ -3,7 +3,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from asgiref.sync import async_to_sync
 from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
@@ -12,10 +11,8 @@ from django.utils.html import format_html, format_html_join
 
 from core import redact
 from core.crypto import mask
-from toolsets.models import UserToolsetConfig
 
-from . import catalog, client
-from .catalog import ServerSpec
+from .discovery import refresh
 from .models import MCPServer, OAuthGrant
 
 _HEADER_NAME = re.compile(r"^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$")
@@ -116,39 +113,6 @@ class MCPServerForm(forms.ModelForm):
         if commit:
             server.save()
         return server
-
-
-def refresh(server: MCPServer, user_id: int | None) -> tuple[bool, str]:
-    """Connects to the server as `user_id` would, lists its tools and stores them. Returns
-    (ok, what to tell the admin)."""
-    spec = ServerSpec.of(server)
-    token = ""
-    if server.credential == MCPServer.Credential.USER_TOKEN:
-        mine = UserToolsetConfig.objects.filter(user_id=user_id or 0, toolset_id=server.toolset_id).first()
-        token = mine.api_key if mine else ""
-        if not token:
-            return False, f"{server.name}: each user gives their own token; add yours on /toolsets/ to test it."
-    if (
-        server.credential == MCPServer.Credential.OAUTH
-        and not OAuthGrant.objects.filter(server=server, user_id=user_id or 0).exclude(tokens="").exists()
-    ):
-        return False, f"{server.name}: each user connects with OAuth; connect yourself on /toolsets/ to test it."
-    try:
-        found = async_to_sync(client.discover)(spec, client.access_for(spec, user_id, token))
-    except ConnectionError as exc:
-        catalog.record_health(server.pk, str(exc))
-        catalog.write_health(server.pk)
-        return False, f"{server.name}: {exc}"
-    skipped = catalog.store_tools(server.pk, found.tools, {"name": found.server_name, "version": found.server_version})
-    catalog.record_health(server.pk, None)
-    catalog.write_health(server.pk)
-    server.refresh_from_db()
-    listed = ", ".join(t["name"] for t in server.tools) or "no tools"
-    text = f"{server.name}: connected to {found.server_name or 'the server'} {found.server_version}".rstrip()
-    text += f" — {len(server.tools)} tool{'s' if len(server.tools) != 1 else ''}: {listed}."
-    if skipped:
-        text += " Left out: " + "; ".join(skipped[:10]) + "."
-    return True, text
 
 
 @admin.register(MCPServer)

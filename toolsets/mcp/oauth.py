@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import logging
 import secrets
 import time
 from dataclasses import dataclass
@@ -58,6 +59,15 @@ class ConsentNeeded(Exception):
     def __init__(self, url: str, state: str, verifier: str, provider: OAuthClientProvider) -> None:
         super().__init__("The user must give consent")
         self.url, self.state, self.verifier, self.provider = url, state, verifier, provider
+
+
+def _not_consent(record: logging.LogRecord) -> bool:
+    """The SDK logs every stop of its flow as an error; stopping it for the consent page is how
+    Connect works, not a failure."""
+    return not (record.exc_info and isinstance(record.exc_info[1], ConsentNeeded))
+
+
+logging.getLogger("mcp.client.auth.oauth2").addFilter(_not_consent)
 
 
 class GrantStorage:
@@ -110,11 +120,11 @@ class _Provider(OAuthClientProvider):
     """The SDK's provider, knowing when a stored token expires (the SDK keeps that in memory
     only, so a token loaded from storage would otherwise be sent until refused)."""
 
-    storage: GrantStorage
-
     async def _initialize(self) -> None:
         await super()._initialize()
-        _, expires_at, _ = await database_sync_to_async(self.storage.load, thread_sensitive=False)()
+        storage = self.context.storage
+        assert isinstance(storage, GrantStorage)
+        _, expires_at, _ = await database_sync_to_async(storage.load, thread_sensitive=False)()
         self.context.token_expiry_time = expires_at - EXPIRY_MARGIN_S if expires_at else None
 
 
@@ -122,7 +132,7 @@ class _RuntimeProvider(_Provider):
     async def _perform_authorization_code_grant(self) -> tuple[str, str]:
         # A worker cannot send anybody to a consent page: the grant is over, the user connects
         # again on the Toolsets page.
-        await self.storage.clear_tokens()
+        await self.context.storage.clear_tokens()  # type: ignore[attr-defined]
         raise OAuthFlowError("The OAuth connection expired or was revoked: connect again on the Toolsets page.")
 
 

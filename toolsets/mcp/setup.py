@@ -23,7 +23,7 @@ def register_example() -> str:
         args=[str(EXAMPLE_SCRIPT)],
         timeout_s=20,
     )
-    from .admin import refresh
+    from .discovery import refresh
 
     ok, text = refresh(server, None)
     return ("Registered the example MCP server. " if ok else "Registered the example MCP server, but: ") + text

@@ -18,6 +18,7 @@ from core.redact import redact
 from . import oauth
 from .catalog import ServerSpec
 from .client import describe
+from .discovery import refresh
 from .models import MCPServer, OAuthGrant
 
 log = logging.getLogger(__name__)
@@ -87,6 +88,10 @@ def callback(request: AuthedRequest) -> HttpResponse:
     except Exception as exc:
         log.info("Finishing OAuth with %s failed", server.name, exc_info=True)
         return _failed(request, server, f"Could not finish connecting to {server.name}: {describe(exc)}")
+    if not server.tools:
+        # A server that wants OAuth lists nothing to an anonymous admin: the first user to
+        # connect is the first chance to learn its tools.
+        refresh(server, request.user.pk)
     return HttpResponseRedirect(_back(server))
 
 

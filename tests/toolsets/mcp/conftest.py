@@ -34,7 +34,7 @@ def _fresh_catalog() -> Iterator[None]:
 
 def register(**fields: Any) -> Any:
     """An MCPServer row with its tools discovered, and the registry's snapshot refreshed."""
-    from toolsets.mcp.admin import refresh
+    from toolsets.mcp.discovery import refresh
     from toolsets.mcp.models import MCPServer
     from toolsets.registry import all_toolsets
 
@@ -60,11 +60,12 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture
-def http_server_url() -> Iterator[str]:
-    """The test server over streamable HTTP, accepting the bearer tokens tok-alice and tok-bob."""
+def serve(script: Path, *arguments: str) -> Iterator[int]:
+    """Runs `script` with `arguments` (a `{port}` among them is a free port) until the test ends,
+    yielding that port once it accepts connections."""
     port = free_port()
-    process = subprocess.Popen([sys.executable, str(SERVER), "http", str(port), "tok-alice", "tok-bob"])
+    command = [sys.executable, str(script), *(a.format(port=port) for a in arguments)]
+    process = subprocess.Popen(command)
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
         try:
@@ -72,6 +73,29 @@ def http_server_url() -> Iterator[str]:
             break
         except OSError:
             time.sleep(0.1)
-    yield f"http://127.0.0.1:{port}/mcp"
-    process.terminate()
-    process.wait(5)
+    try:
+        yield port
+    finally:
+        process.terminate()
+        process.wait(5)
+
+
+@pytest.fixture
+def http_server_url() -> Iterator[str]:
+    """The test server over streamable HTTP, accepting the bearer tokens tok-alice and tok-bob."""
+    for port in serve(SERVER, "http", "{port}", "tok-alice", "tok-bob"):
+        yield f"http://127.0.0.1:{port}/mcp"
+
+
+@pytest.fixture
+def sse_server_url() -> Iterator[str]:
+    """The test server over the legacy SSE transport."""
+    for port in serve(SERVER, "sse", "{port}"):
+        yield f"http://127.0.0.1:{port}/sse"
+
+
+@pytest.fixture
+def oauth_server_base() -> Iterator[str]:
+    """An MCP server that is its own OAuth authorization server (oauth_server.py)."""
+    for port in serve(SERVER.with_name("oauth_server.py"), "{port}"):
+        yield f"http://127.0.0.1:{port}"

@@ -1,4 +1,5 @@
-"""An MCP server the tests start (stdio by default, `http PORT [TOKEN…]` for streamable HTTP):
+"""An MCP server the tests start (stdio by default, `http PORT [TOKEN…]` for streamable HTTP,
+`sse PORT` for the legacy SSE transport):
 built with the SDK, with a tool for each behaviour under test. Imports nothing from Tessera."""
 
 from __future__ import annotations
@@ -94,10 +95,10 @@ def whoami(ctx: Context) -> str:
     return str(headers.get("authorization", "")).removeprefix("Bearer ")
 
 
-def http(port: int, tokens: list[str]) -> None:
+def http(port: int, tokens: list[str], sse: bool = False) -> None:
     import uvicorn
 
-    app = server.streamable_http_app()
+    app = server.sse_app() if sse else server.streamable_http_app()
 
     async def guarded(scope, receive, send):  # type: ignore[no-untyped-def]
         if scope["type"] == "http" and tokens:
@@ -115,7 +116,7 @@ def http(port: int, tokens: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] == "http":
-        http(int(sys.argv[2]), sys.argv[3:])
+    if len(sys.argv) > 1 and sys.argv[1] in ("http", "sse"):
+        http(int(sys.argv[2]), sys.argv[3:], sse=sys.argv[1] == "sse")
     else:
         server.run("stdio")

@@ -213,6 +213,21 @@ async def test_http_sessions_are_reused_across_calls(transactional_db: Any, user
     assert len(client.pool().connections) == 1
 
 
+async def test_the_legacy_sse_transport_discovers_calls_and_reports_progress(
+    transactional_db: Any, user: Any, sse_server_url: str
+) -> None:
+    server = await sync_to_async(register)(name="SSE", slug="s1", transport="sse", url=sse_server_url, timeout_s=10)
+    assert {"echo", "steps"} <= {t["name"] for t in server.tools}, server.refresh_message
+    seen: list[str] = []
+    done = await execute(
+        name("steps", "s1"), {"count": 2}, user_id=user.pk, tool_call_id="c1", progress=lambda text, *_: seen.append(text)
+    )
+    assert done.ok, done.error
+    assert seen == ["Step 1 of 2", "Step 2 of 2"]
+    failed = await execute(name("fail", "s1"), {"reason": "sse"}, user_id=user.pk, tool_call_id="c2")
+    assert failed.error is not None and failed.error.type == "execution_error"
+
+
 def test_tool_names_stay_provider_safe_unique_and_stable() -> None:
     listed = ["echo", "a" * 200, "a" * 201, "with space", "with__double", "ünïcode", "with_space"]
     keys = names.tool_keys("mcp_" + "x" * 20, listed)

@@ -1,0 +1,131 @@
+"""The MCP authorization flow end to end, against a local MCP server that is its own OAuth 2.1
+authorization server (oauth_server.py, built with the SDK's server-side auth): the user's
+Connect, the provider's consent page, the callback, encrypted tokens, calls with them, a refresh
+when the access token expires, and Disconnect."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import httpx
+import pytest
+from asgiref.sync import async_to_sync
+from django.test import Client
+from django.urls import reverse
+
+from toolsets import availability
+from toolsets.executor import execute
+from toolsets.mcp.models import MCPServer, OAuthGrant
+
+from .conftest import register
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+TOOL = "toolset__mcp_oa__whoami"
+
+
+@pytest.fixture
+def oauth_server(transactional_db: Any, oauth_server_base: str) -> MCPServer:
+    return register(
+        name="OAuth server", slug="oa", transport="http", url=f"{oauth_server_base}/mcp", credential="oauth", timeout_s=10
+    )
+
+
+def _connect(browser: Client) -> httpx.Response:
+    """Connect, then follow the provider's consent redirect as the browser would; returns the
+    provider's answer, which sends the browser back to Tessera's callback."""
+    started = browser.get(reverse("toolsets:mcp_connect", args=["oa"]))
+    assert started.status_code == 302, started.content[:500]
+    consent = httpx.get(started["Location"], follow_redirects=False)
+    assert consent.status_code in (302, 303), consent.text[:500]
+    return consent
+
+
+def _callback(browser: Client, consent: httpx.Response) -> Any:
+    back = urlsplit(consent.headers["location"])
+    assert back.path == reverse("toolsets:mcp_callback")
+    return browser.get(back.path, {k: v[0] for k, v in parse_qs(back.query).items()})
+
+
+def test_connect_consent_callback_then_calls_carry_and_refresh_the_token(oauth_server: MCPServer, user: Any) -> None:
+    state = availability.for_user(user.pk)["mcp_oa"]
+    assert not state.usable and state.reason == availability.NEEDS_SETUP
+
+    browser = Client()
+    browser.force_login(user)
+    consent = _connect(browser)
+    # PKCE and the client registered dynamically for this server.
+    query = parse_qs(urlsplit(str(consent.request.url)).query)
+    assert query["code_challenge_method"] == ["S256"] and query["client_id"]
+    done = _callback(browser, consent)
+    assert done.status_code == 302 and done["Location"].startswith(reverse("toolsets:settings"))
+
+    assert OAuthGrant.objects.get(server=oauth_server, user=user).connected
+    # The server listed nothing before anyone connected; the first connection discovered its tools.
+    oauth_server.refresh_from_db()
+    assert [t["name"] for t in oauth_server.tools] == ["whoami"]
+    assert availability.for_user(user.pk)["mcp_oa"].usable
+
+    first = async_to_sync(execute)(TOOL, {}, user_id=user.pk, tool_call_id="c1")
+    assert first.ok, first.error
+    number, subject = first.result["content"][0]["text"].split()
+    assert subject == "alice@example"
+
+    time.sleep(2.5)  # the access token lives 2 s; the stored refresh token gets a new one
+    second = async_to_sync(execute)(TOOL, {}, user_id=user.pk, tool_call_id="c2")
+    assert second.ok, second.error
+    assert int(second.result["content"][0]["text"].split()[0]) > int(number)
+
+    # Disconnect forgets the tokens: the toolset asks to connect again.
+    browser.post(reverse("toolsets:mcp_disconnect", args=["oa"]))
+    assert availability.for_user(user.pk)["mcp_oa"].reason == availability.NEEDS_SETUP
+
+
+def test_the_tokens_are_stored_encrypted(oauth_server: MCPServer, user: Any) -> None:
+    from django.db import connection
+
+    browser = Client()
+    browser.force_login(user)
+    _callback(browser, _connect(browser))
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT tokens, client_info FROM {OAuthGrant._meta.db_table}")
+        tokens, _client_info = cursor.fetchone()
+    assert tokens and "access-" not in tokens and "refresh-" not in tokens
+
+
+def test_a_callback_from_another_session_or_replayed_is_refused(
+    oauth_server: MCPServer, user: Any, other_user: Any
+) -> None:
+    browser = Client()
+    browser.force_login(user)
+    consent = _connect(browser)
+    thief = Client()
+    thief.force_login(other_user)
+    refused = _callback(thief, consent)
+    assert refused.status_code == 502 and b"not from this browser session" in refused.content
+    assert not OAuthGrant.objects.filter(user=other_user).exclude(tokens="").exists()
+    assert _callback(browser, consent).status_code == 302
+    assert _callback(browser, consent).status_code == 502  # used already
+
+
+def test_a_refused_consent_is_shown_and_nothing_is_stored(oauth_server: MCPServer, user: Any) -> None:
+    browser = Client()
+    browser.force_login(user)
+    consent = _connect(browser)
+    state = parse_qs(urlsplit(consent.headers["location"]).query)["state"][0]
+    answer = browser.get(
+        reverse("toolsets:mcp_callback"), {"state": state, "error": "access_denied", "error_description": "No <b>"}
+    )
+    assert answer.status_code == 502
+    assert b"did not authorize Tessera: No &lt;b&gt;" in answer.content
+    assert not availability.for_user(user.pk)["mcp_oa"].usable
+
+
+def test_connect_needs_an_oauth_server_and_a_signed_in_user(oauth_server: MCPServer, user: Any) -> None:
+    anonymous = Client().get(reverse("toolsets:mcp_connect", args=["oa"]))
+    assert anonymous.status_code == 302 and "/login/" in anonymous["Location"]
+    browser = Client()
+    browser.force_login(user)
+    assert browser.get(reverse("toolsets:mcp_connect", args=["nope"])).status_code == 404
