@@ -62,11 +62,19 @@ class Provider:
         access = f"access-{self.issued}-{secrets.token_urlsafe(8)}"
         refresh = f"refresh-{self.issued}-{secrets.token_urlsafe(8)}"
         self.access[access] = AccessToken(
-            token=access, client_id=client_id, scopes=scopes, expires_at=int(time.time()) + ACCESS_TTL_S, subject=subject
+            token=access,
+            client_id=client_id,
+            scopes=scopes,
+            expires_at=int(time.time()) + ACCESS_TTL_S,
+            subject=subject,
         )
         self.refresh[refresh] = RefreshToken(token=refresh, client_id=client_id, scopes=scopes, subject=subject)
         return OAuthToken(
-            access_token=access, token_type="Bearer", expires_in=ACCESS_TTL_S, refresh_token=refresh, scope=" ".join(scopes)
+            access_token=access,
+            token_type="Bearer",
+            expires_in=ACCESS_TTL_S,
+            refresh_token=refresh,
+            scope=" ".join(scopes),
         )
 
     async def exchange_authorization_code(

@@ -220,7 +220,11 @@ async def test_the_legacy_sse_transport_discovers_calls_and_reports_progress(
     assert {"echo", "steps"} <= {t["name"] for t in server.tools}, server.refresh_message
     seen: list[str] = []
     done = await execute(
-        name("steps", "s1"), {"count": 2}, user_id=user.pk, tool_call_id="c1", progress=lambda text, *_: seen.append(text)
+        name("steps", "s1"),
+        {"count": 2},
+        user_id=user.pk,
+        tool_call_id="c1",
+        progress=lambda text, *_: seen.append(text),
     )
     assert done.ok, done.error
     assert seen == ["Step 1 of 2", "Step 2 of 2"]

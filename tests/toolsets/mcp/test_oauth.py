@@ -29,7 +29,12 @@ TOOL = "toolset__mcp_oa__whoami"
 @pytest.fixture
 def oauth_server(transactional_db: Any, oauth_server_base: str) -> MCPServer:
     return register(
-        name="OAuth server", slug="oa", transport="http", url=f"{oauth_server_base}/mcp", credential="oauth", timeout_s=10
+        name="OAuth server",
+        slug="oa",
+        transport="http",
+        url=f"{oauth_server_base}/mcp",
+        credential="oauth",
+        timeout_s=10,
     )
 
 
