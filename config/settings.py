@@ -100,6 +100,7 @@ INSTALLED_APPS = [
     "toolsets",
     "toolsets.workspace",
     "toolsets.mcp",
+    "toolsets.files",
 ]
 
 MIDDLEWARE = [
@@ -254,6 +255,37 @@ STATICFILES_DIRS = [
 ]
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
+
+# --- Attached files -----------------------------------------------------------------------------
+# Uploaded files go through the "files" storage: a folder under the data directory, or an
+# S3-compatible bucket when TESSERA_FILES_S3_BUCKET is set (django-storages).
+FILES_S3_BUCKET = env_str("TESSERA_FILES_S3_BUCKET")
+if FILES_S3_BUCKET:
+    _files_storage: dict[str, object] = {
+        "BACKEND": "storages.backends.s3.S3Storage",
+        "OPTIONS": {
+            "bucket_name": FILES_S3_BUCKET,
+            "endpoint_url": env_str("TESSERA_FILES_S3_ENDPOINT_URL") or None,
+            "region_name": env_str("TESSERA_FILES_S3_REGION") or None,
+            "access_key": env_str("TESSERA_FILES_S3_ACCESS_KEY_ID") or None,
+            "secret_key": env_str("TESSERA_FILES_S3_SECRET_ACCESS_KEY") or None,
+            "location": env_str("TESSERA_FILES_S3_PREFIX", "tessera-files"),
+            # Files are only ever handed out by Tessera's own owner-checked views.
+            "default_acl": "private",
+            "querystring_auth": True,
+            "file_overwrite": False,
+        },
+    }
+else:
+    _files_storage = {
+        "BACKEND": "django.core.files.storage.FileSystemStorage",
+        "OPTIONS": {"location": str(Path(env_str("TESSERA_FILES_DIR") or VAR_DIR / "files")), "base_url": None},
+    }
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    "files": _files_storage,
+}
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = env_str("TIME_ZONE", "UTC")

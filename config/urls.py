@@ -10,5 +10,6 @@ urlpatterns = [
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("toolsets/", include("toolsets.urls")),
+    path("files/", include("toolsets.files.urls")),
     path("", include("chat.urls")),
 ]

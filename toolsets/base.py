@@ -25,6 +25,9 @@ class ToolContext:
     """Handed to a tool that asks for it: who calls, with which key and settings."""
 
     user_id: int | None = None
+    # The turn the call belongs to (None from the HTTP API): tools that work on "this chat" read
+    # the chat from it, always together with user_id.
+    turn_id: int | None = None
     api_key: str = ""
     settings: dict[str, Any] = field(default_factory=dict)
     # Called by long-running tools to show live progress on their card.

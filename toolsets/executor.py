@@ -170,6 +170,7 @@ async def execute(
         available = gate.availability
         ctx = context or ToolContext(
             user_id=user_id,
+            turn_id=turn_id,
             api_key=available.api_key if available else "",
             settings=dict(available.settings) if available else {},
         )

@@ -22,6 +22,7 @@ TOOLSET_MODULES: list[str] = [
     "toolsets.exa",
     "toolsets.web",
     "toolsets.workspace.tools",
+    "toolsets.files.tools",
 ]
 
 DYNAMIC_SOURCES: list[str] = [

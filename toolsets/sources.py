@@ -8,6 +8,7 @@ subagents — so the model can cite "[2]" and the page can link it to the Source
 
 from __future__ import annotations
 
+import re
 import threading
 from typing import Any, TypedDict
 from urllib.parse import urlsplit
@@ -38,6 +39,17 @@ def safe_http_url(value: Any) -> str:
     return value.strip()
 
 
+_LOCAL_PATH = re.compile(r"/(?!/)[A-Za-z0-9/_.~%?=&#-]*")
+
+
+def safe_local_path(value: Any) -> str:
+    """A path on this site (e.g. an attached file's page), or "": no scheme, no host, nothing
+    that could become script."""
+    if not isinstance(value, str) or len(value) > 500 or not _LOCAL_PATH.fullmatch(value):
+        return ""
+    return value
+
+
 def _text(value: Any, limit: int) -> str:
     text = " ".join(str(value or "").split())
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
@@ -46,7 +58,7 @@ def _text(value: Any, limit: int) -> str:
 def source(title: Any, *, url: Any = "", kind: str = "", snippet: Any = "", key: str = "") -> dict[str, str]:
     """One source as a tool's extractor reports it (numbered later by the book). `key` names it
     when it has no link (e.g. "task:12"), so the same item cited twice keeps one number."""
-    link = safe_http_url(url)
+    link = safe_http_url(url) or safe_local_path(url)
     host = (urlsplit(link).hostname or "").removeprefix("www.") if link else ""
     return {
         "title": _text(title, MAX_TITLE) or host or kind or "Source",
