@@ -5,7 +5,7 @@ from typing import Any
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
-from core import strictjson
+from core import metrics, strictjson
 
 from . import presenters
 from .events import FINAL_SEQ, FragmentMessage, frame, group_name
@@ -14,6 +14,9 @@ from .models import Chat, Turn
 
 # Close codes in the 4xxx range: htmx's websocket extension does not reconnect on these.
 CLOSE_UNAUTHENTICATED = 4401
+# "Service restart" (RFC 6455): a web process shutting down closes its sockets with it, and the
+# page reconnects (config/web.py).
+CLOSE_RESTARTING = 1012
 CLOSE_NOT_FOUND = 4404
 # The page only ever sends `{"type": "sync", "turn": N}`; anything much bigger is not from it.
 MAX_FRAME_BYTES = 4096
@@ -26,6 +29,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
 
     chat_id: int
     group: str = ""
+    counted = False
 
     async def connect(self) -> None:
         user = self.scope.get("user")
@@ -42,6 +46,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
         # sees the socket open, or after the state read, can be missed.
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
+        metrics.OPEN_WEBSOCKETS.inc()
+        self.counted = True
         for turn_id in await _active_turn_ids(chat_id):
             await self.sync_turn(turn_id)
 
@@ -52,6 +58,9 @@ class ChatConsumer(AsyncWebsocketConsumer):
         await self.close(code=code)
 
     async def disconnect(self, code: int) -> None:
+        if self.counted:
+            self.counted = False
+            metrics.OPEN_WEBSOCKETS.dec()
         if self.group:
             await self.channel_layer.group_discard(self.group, self.channel_name)
 

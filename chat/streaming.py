@@ -18,6 +18,7 @@ from typing import Any
 
 from chat.agent.loop import Outcome
 from chat.agent.types import AssistantMessage, ToolCall, ToolResult, Usage
+from core import metrics
 from core.redact import redact
 
 from . import citations, dom, presenters, turn_store
@@ -36,6 +37,13 @@ CHECKPOINT_S = 2.0
 # database round trip, and a fast answer finishes a paragraph every few hundred milliseconds.
 CHECKPOINT_MIN_S = 1.0
 FINAL_STATUS = {"completed": Turn.Status.COMPLETED, "cancelled": Turn.Status.CANCELLED, "failed": Turn.Status.FAILED}
+# The outcome a finished turn is counted under in the metrics.
+OUTCOME_LABEL = {
+    Turn.Status.COMPLETED: "completed",
+    Turn.Status.FAILED: "failed",
+    Turn.Status.CANCELLED: "stopped",
+    Turn.Status.INTERRUPTED: "interrupted",
+}
 
 
 class TurnSink:
@@ -48,6 +56,9 @@ class TurnSink:
         self.window_s = window_ms / 1000
         self.live = LiveTurn(turn.pk, turn.chat_id, notices=list(turn.notices or []))
         self.first_token_at: float | None = None
+        self._started_at = time.time()
+        # When the oldest event not yet published happened: a fragment's latency runs from it.
+        self._unsent_since: float | None = None
         # (lane, step) → what the page has of that step's text; lane "" is the turn's own steps.
         self._texts: dict[tuple[str, int], presenters.StepText] = {}
         self._pending: list[str] = []
@@ -87,6 +98,7 @@ class TurnSink:
         return html
 
     async def flush(self, extra: str = "") -> None:
+        now = time.monotonic()
         async with self._lock:
             if self._flush_handle is not None:
                 self._flush_handle.cancel()
@@ -98,9 +110,11 @@ class TurnSink:
             if extra:
                 parts.append(extra)
             html = "".join(parts)
+            since, self._unsent_since = self._unsent_since, None
             if not html:
                 return
             await self.live.publish(self.redis, html, self.layer)
+            metrics.FRAGMENT_LATENCY.observe(time.monotonic() - (since or now))
             self._maybe_checkpoint()
 
     # --- durable text -------------------------------------------------------------------------
@@ -147,6 +161,9 @@ class TurnSink:
     async def text(self, step: int, delta: str, lane: str = "") -> None:
         if self.first_token_at is None:
             self.first_token_at = time.time()
+            metrics.FIRST_TOKEN.observe(self.first_token_at - self._started_at)
+        if self._unsent_since is None:
+            self._unsent_since = time.monotonic()
         live_step = self.live.step(step, lane)
         leading = not live_step.text and bool(delta)
         live_step.text += delta
@@ -176,6 +193,8 @@ class TurnSink:
         await self.flush(html)
         await self._checkpoint_done()
         live_step.usage = [message.usage.prompt_tokens, message.usage.completion_tokens]
+        metrics.TOKENS.labels("prompt").inc(message.usage.prompt_tokens)
+        metrics.TOKENS.labels("completion").inc(message.usage.completion_tokens)
         if message.content or message.tool_calls or status == "complete" or key in self._checkpointed:
             # Every block was rendered for the stream already: stored, a page view need not
             # render them again.
@@ -302,10 +321,15 @@ class TurnSink:
         cards[position] = card
         await self.flush(presenters.card_fragment(card, self.live))
 
-    async def finish(self, outcome: Outcome) -> None:
+    async def finish(self, outcome: Outcome, *, interrupted: bool = False) -> None:
+        """Closes the turn with its outcome; `interrupted`: a stop that came from the worker
+        shutting down, not from the reader, ends the turn as interrupted (its text is kept)."""
         status = FINAL_STATUS[outcome.status]
         # Provider errors can quote a credential back: redacted before the database, Redis or a page.
         error = redact(outcome.error)
+        error_kind = outcome.error_kind
+        if interrupted and status == Turn.Status.CANCELLED:
+            status, error, error_kind = Turn.Status.INTERRUPTED, turn_store.INTERRUPTED_ERROR, "interrupted"
         # The turn's usage counts its subagents' model calls too.
         tokens = {
             "prompt_tokens": outcome.usage.prompt_tokens + self.subagent_usage.prompt_tokens,
@@ -318,7 +342,7 @@ class TurnSink:
             status,
             iterations=outcome.iterations,
             error=error,
-            error_kind=outcome.error_kind,
+            error_kind=error_kind,
             notices=self.live.notices,
             first_token_at=self.first_token_at,
             **tokens,
@@ -328,6 +352,14 @@ class TurnSink:
             # stands, and the page shows it.
             log.warning("Turn %s was closed before its worker finished it", self.turn_id)
             self.live.finish(str(Turn.Status.INTERRUPTED), error=turn_store.INTERRUPTED_ERROR, usage=tokens)
+        else:
+            metrics.TURNS_FINISHED.labels(OUTCOME_LABEL[status]).inc()
+        log.info(
+            "Turn finished: %s after %d model calls, %d tokens",
+            self.live.status,
+            outcome.iterations,
+            tokens["prompt_tokens"] + tokens["completion_tokens"],
+        )
         await self.flush(presenters.turn_state_fragment(self.live))
 
 

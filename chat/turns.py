@@ -16,6 +16,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from chat.agent.loop import Agent, CancelToken, Outcome
+from core import logs, metrics
 from toolsets.sources import SourceBook
 
 from . import live, presenters, turn_store, worker_loop
@@ -53,7 +54,12 @@ async def run_turn(turn_id: int, redis: Any = None, watch: TurnWatch | None = No
     try:
         turn = await _claim(turn_id, redis)
         if turn is not None:
-            await _run_claimed(turn, redis, watch)
+            # Every record the turn causes names it (core.logs); the gauge follows it to the end.
+            context = logs.turn_context(turn.pk, turn.chat_id, turn.chat.owner_id)
+            with context, metrics.TURNS_IN_FLIGHT.track_inprogress():
+                metrics.TURNS_STARTED.inc()
+                log.info("Turn started")
+                await _run_claimed(turn, redis, watch)
     finally:
         if own:
             await redis.aclose()
@@ -122,7 +128,8 @@ async def _run_claimed(turn: Turn, redis: Any, watch: TurnWatch) -> None:
         agent = Agent(_model(llm), toolbox, sink, cancel, max_iterations=chat_limit)
         prompt = {"role": "system", "content": system_prompt(timezone.now())}
         outcome = await agent.run([prompt, *messages])
-        await sink.finish(outcome)
+        # Stopped by the worker's shutdown (its grace period ran out), not by the reader.
+        await sink.finish(outcome, interrupted=turn.pk in watch.interrupted)
     except Exception:
         log.exception("Turn %s failed", turn.pk)
         await sink.finish(Outcome("failed", 0, error=UNEXPECTED_ERROR, error_kind="internal"))
@@ -154,6 +161,7 @@ async def interrupt(turn: Turn, redis: Any) -> bool:
     state = await LiveTurn.aload(redis, turn.pk)
     if not await db(turn_store.close_interrupted)(turn.pk, state):
         return False
+    metrics.TURNS_FINISHED.labels("interrupted").inc()
     if state is None:
         # Redis lost the live state (it died with the worker): what the database kept — the
         # checkpoints of the answer — is the whole turn, sent as a final full frame.

@@ -20,6 +20,7 @@ import logging
 import os
 import sys
 import threading
+import time
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
@@ -32,6 +33,9 @@ from . import live
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+# After the grace period, how long the stopped turns get to save what they streamed before the
+# process gives up on them and exits.
+HARD_STOP_S = 15.0
 
 
 def db(fn: Any) -> Any:
@@ -51,14 +55,29 @@ class TurnWatch:
         self.interval_s = interval_s
         self.turns: dict[int, CancelToken] = {}
         self._task: asyncio.Task[None] | None = None
+        # Turns stopped because the worker is shutting down: they end as interrupted, not as
+        # stopped by the reader. Once `closing`, a turn that starts is stopped at once.
+        self.interrupted: set[int] = set()
+        self.closing = False
 
     def add(self, turn_id: int, cancel: CancelToken) -> None:
         self.turns[turn_id] = cancel
+        if self.closing:
+            self.interrupted.add(turn_id)
+            cancel.set()
         if self._task is None or self._task.done():
             self._task = asyncio.create_task(self._run())
 
+    def interrupt_all(self) -> None:
+        """The grace period is over: every turn still running stops and keeps what it streamed."""
+        self.closing = True
+        for turn_id, cancel in self.turns.items():
+            self.interrupted.add(turn_id)
+            cancel.set()
+
     def remove(self, turn_id: int) -> None:
         self.turns.pop(turn_id, None)
+        self.interrupted.discard(turn_id)
 
     async def _run(self) -> None:
         while self.turns:
@@ -93,6 +112,7 @@ class WorkerLoop:
         )
         self._redis: aioredis.Redis | None = None
         self._watch: TurnWatch | None = None
+        self.draining = False
         self._thread = threading.Thread(target=self._run, name="turn-loop", daemon=True)
         self._thread.start()
         if library_threads:
@@ -126,6 +146,46 @@ class WorkerLoop:
 
             self._watch = TurnWatch(self.redis(), settings.TESSERA["CANCEL_POLL_S"])
         return self._watch
+
+    def in_flight(self) -> int:
+        return len(self._watch.turns) if self._watch is not None else 0
+
+    def drain(self, grace_s: float, *, hard_stop_s: float = HARD_STOP_S) -> threading.Thread | None:
+        """SIGTERM: Celery stops taking tasks and waits for the running ones; this makes sure
+        that wait ends. Turns get `grace_s` to finish; then the rest are stopped and closed as
+        interrupted with their partial answers (a second or two). If even that hangs (say, the
+        database is gone), the process exits after `hard_stop_s` more: the turns are then
+        closed by another worker's reaper, and their messages, never acknowledged, are
+        recognised on redelivery and not run again. Called from the signal handler: returns at
+        once, the waiting happens on a thread."""
+        if self.draining:
+            return None
+        self.draining = True
+        thread = threading.Thread(target=self._drain, args=(grace_s, hard_stop_s), name="drain", daemon=True)
+        thread.start()
+        return thread
+
+    def _drain(self, grace_s: float, hard_stop_s: float) -> None:
+        from core import health, metrics
+
+        metrics.WORKERS_DRAINING.inc()
+        health.leave()
+        log.info("Shutting down: no new turns; %d running get %g s to finish", self.in_flight(), grace_s)
+        deadline = time.monotonic() + grace_s
+        while self.in_flight() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        left = self.in_flight()
+        if not left:
+            return
+        log.warning("Grace period over: closing %d running turns as interrupted", left)
+        self.loop.call_soon_threadsafe(self.watch().interrupt_all)
+        deadline = time.monotonic() + hard_stop_s
+        while self.in_flight() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if self.in_flight():
+            log.error("%d turns did not close within %g s; exiting", self.in_flight(), hard_stop_s)
+            logging.shutdown()
+            os._exit(1)
 
     def stop(self) -> None:
         async def close() -> None:

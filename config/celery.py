@@ -1,9 +1,13 @@
 import gc
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from celery import Celery
-from celery.signals import worker_ready, worker_shutdown
+from celery.signals import worker_ready, worker_shutdown, worker_shutting_down
+
+if TYPE_CHECKING:
+    from chat.worker_loop import WorkerLoop
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -24,6 +28,7 @@ def _start_turn_loop(**_: object) -> None:
     loop.run(warm_up())
     # Every worker looks for turns whose worker died (one of them per round does the work).
     loop.submit(reaper.run(loop.redis()))
+    _start_operations(loop)
     # What is alive now (Django, Celery, LiteLLM and their imports: about a million objects)
     # lives as long as the process. Freezing it keeps the collector from walking it on every
     # full collection, which stopped all turns for 250-330 ms at a time in the benchmark.
@@ -33,6 +38,29 @@ def _start_turn_loop(**_: object) -> None:
     # other threads; handing the GIL over every 0.5 ms instead of 5 ms keeps fragments on time
     # (one chat's p99 timer delay went from 10.7 to 1.6 ms in the benchmark).
     sys.setswitchinterval(0.0005)
+
+
+def _start_operations(loop: "WorkerLoop") -> None:
+    """The worker's heartbeat (what /readyz looks for) and its loop-lag metric, both beating
+    from the loop that runs the turns, so a stuck loop shows."""
+    from core import health, metrics
+
+    metrics.forget_dead_processes()
+    loop.submit(health.run_heartbeat(loop.redis(), turns=loop.in_flight, draining=lambda: loop.draining))
+    loop.submit(health.watch_loop_lag())
+
+
+@worker_shutting_down.connect
+def _drain(how: str = "", **_: object) -> None:
+    """SIGTERM (Celery's warm shutdown): running turns get the grace period, then end as
+    interrupted (chat.worker_loop.WorkerLoop.drain). A cold shutdown (a second signal, SIGQUIT)
+    exits at once and leaves its turns to another worker's reaper."""
+    from django.conf import settings
+
+    from chat import worker_loop
+
+    if how == "Warm":
+        worker_loop.get().drain(float(settings.WORKER_SHUTDOWN_GRACE_S))
 
 
 @worker_shutdown.connect

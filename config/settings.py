@@ -104,6 +104,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: every record of a request, whoever logs it, carries the request's id.
+    "core.logs.RequestContextMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -341,13 +343,37 @@ TESSERA = {
     "WORKER_UVLOOP": env_bool("TESSERA_WORKER_UVLOOP", False),
 }
 
+# --- Operations (README "Operations") -----------------------------------------------------------
+# Seconds a worker given SIGTERM lets its running turns finish before it closes the rest as
+# interrupted (with what they had streamed). Keep a process manager's stop timeout above it.
+WORKER_SHUTDOWN_GRACE_S = env_float("TESSERA_WORKER_SHUTDOWN_GRACE_S", 60.0)
+# /readyz wants a worker heartbeat (sent every 5 s) at most this old.
+HEALTH_WORKER_FRESH_S = env_float("TESSERA_HEALTH_WORKER_FRESH_S", 30.0)
+# Bearer token for /metrics; without one only a scraper on the same machine is answered.
+METRICS_TOKEN = env_str("METRICS_TOKEN")
+# Every process of a host writes its metrics here and /metrics adds them up (core/metrics.py).
+# prometheus-client reads the variable when it is first imported: set it before anything does.
+METRICS_DIR = Path(env_str("PROMETHEUS_MULTIPROC_DIR") or VAR_DIR / "metrics")
+METRICS_DIR.mkdir(parents=True, exist_ok=True)
+os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(METRICS_DIR)
+
+LOG_FORMAT = env_str("LOG_FORMAT", "text")
+if LOG_FORMAT not in ("text", "json"):
+    raise ImproperlyConfigured(f"LOG_FORMAT must be text or json, got {LOG_FORMAT!r}")
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    # Every record is redacted before it is written: a provider's error may quote a key.
-    "filters": {"redact": {"()": "core.redact.RedactingFilter"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact"]}},
+    "formatters": {
+        "text": {"()": "core.logs.TextFormatter"},
+        "json": {"()": "core.logs.JsonFormatter"},
+    },
+    # Every record is redacted before it is written (a provider's error may quote a key), and
+    # carries the request or turn it belongs to.
+    "filters": {"redact": {"()": "core.redact.RedactingFilter"}, "context": {"()": "core.logs.ContextFilter"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["context", "redact"]}
+    },
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     "loggers": {
         "LiteLLM": {"level": "WARNING"},

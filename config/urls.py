@@ -4,8 +4,15 @@ from django.templatetags.static import static
 from django.urls import include, path
 from django.views.generic import RedirectView
 
+from core import health, overview
+
 urlpatterns = [
     path("favicon.ico", RedirectView.as_view(url=static("img/logo.svg"), permanent=True)),
+    # Probes and metrics: no session, no CSRF (core/health.py).
+    path("healthz", health.healthz, name="healthz"),
+    path("readyz", health.readyz, name="readyz"),
+    path("metrics", health.metrics, name="metrics"),
+    path("admin/overview/", admin.site.admin_view(overview.overview), name="admin-overview"),
     path("admin/", admin.site.urls),
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),

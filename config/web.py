@@ -7,6 +7,10 @@ on. A streaming answer sends a small fragment every 50 ms, each with the same ma
 few words; with deflate and context takeover the bytes on the wire drop to about a fifth
 (bench/RESULTS.md). Every current browser offers the extension; a client that does not simply
 gets uncompressed frames.
+
+On SIGTERM the process closes every chat socket with 1012 ("service restart") before it stops:
+the page reconnects at once (to another web process behind the balancer, or to this one once it
+is back) and asks for the state of its running turns, so a reader loses nothing.
 """
 
 from __future__ import annotations
@@ -16,12 +20,17 @@ from typing import Any
 from autobahn.websocket.compress import PerMessageDeflateOffer, PerMessageDeflateOfferAccept
 from daphne.cli import CommandLineInterface
 from daphne.server import Server
+from daphne.ws_protocol import WebSocketProtocol
+from twisted.internet import defer, reactor, task
 
 # zlib keeps 2**(WINDOW_BITS + 2) + 2**(MEM_LEVEL + 9) bytes per compressing socket: 32 kB here
 # instead of the default 256 kB, and only once a socket has sent something. Fragments repeat
 # markup from the last few frames, so a 4 kB window loses little.
 WINDOW_BITS = 12
 MEM_LEVEL = 5
+CLOSE_RESTARTING = 1012  # chat.consumers.CLOSE_RESTARTING; importing it would load Django here
+# How long a stopping process waits for browsers to answer its close frames.
+CLOSE_WAIT_S = 1.0
 
 
 def accept_deflate(offers: list[Any]) -> PerMessageDeflateOfferAccept | None:
@@ -44,10 +53,24 @@ class CompressingServer(Server):  # type: ignore[misc]
         def ready() -> None:
             # Called once the websocket factory exists, before the server starts listening.
             self.ws_factory.setProtocolOptions(perMessageCompressionAccept=accept_deflate)
+            reactor.addSystemEventTrigger("before", "shutdown", self.close_sockets)  # type: ignore[arg-type]
             if then is not None:
                 then()
 
         super().__init__(*args, ready_callable=ready, **kwargs)
+
+    def close_sockets(self) -> defer.Deferred[None] | None:
+        """Shutdown: every open websocket is closed with "service restart"."""
+        sockets = [
+            protocol
+            for protocol in self.connections
+            if isinstance(protocol, WebSocketProtocol) and protocol.state == WebSocketProtocol.STATE_OPEN
+        ]
+        for protocol in sockets:
+            protocol.sendClose(code=CLOSE_RESTARTING, reason="Server restarting")
+        if not sockets:
+            return None
+        return task.deferLater(reactor, CLOSE_WAIT_S, lambda: None)
 
 
 class WebCommand(CommandLineInterface):  # type: ignore[misc]

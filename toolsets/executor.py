@@ -20,6 +20,7 @@ import jsonschema
 from channels.db import database_sync_to_async
 from django.utils import timezone
 
+from core import metrics
 from core.redact import redact
 
 from .availability import Availability
@@ -191,6 +192,12 @@ async def execute(
                 break
             await asyncio.sleep(BACKOFF_S * 2 ** (attempts - 1))
     execution.duration_ms = int((time.monotonic() - started) * 1000)
+    # A name the model made up is "unknown": labels stay a bounded set, and the log no place for
+    # whatever the model wrote.
+    known = (toolset_id, tool_name) if tool_ is not None else ("", "unknown")
+    ended = execution.error.type if execution.error is not None else "success"
+    metrics.tool_executed(*known, "success" if execution.error is None else "error", execution.duration_ms / 1000)
+    log.info("Tool %s.%s: %s in %d ms", *known, ended, execution.duration_ms)
     if execution.error is None and tool_ is not None and tool_.sources is not None and sources is not None:
         try:
             execution.sources = sources.add(tool_.sources(execution.result))

@@ -25,6 +25,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import litellm
 from litellm.litellm_core_utils.streaming_handler import CustomStreamWrapper
 
+from core import metrics
+
 from . import openai_stream
 from .accumulator import ToolCallAccumulator, get_field
 from .exceptions import ProviderError
@@ -158,6 +160,7 @@ class LiteLLMModel:
                 if attempt > self.config.retries or delay is None:
                     kind, message = describe_error(exc)
                     raise ProviderError(message, kind=kind, retryable=True) from exc
+                metrics.PROVIDER_RETRIES.inc()
                 await asyncio.sleep(delay)
             except ABORT_ERRORS as exc:
                 await _close(response)
@@ -209,7 +212,11 @@ class LiteLLMModel:
         (Stop) or sees a ProviderError mid-stream can keep the partial answer.
         """
         self.partial = AssistantMessage()
-        response, chunks = await self._open(messages, tools)
+        try:
+            response, chunks = await self._open(messages, tools)
+        except ProviderError as exc:
+            metrics.PROVIDER_ERRORS.labels(exc.kind).inc()
+            raise
         accumulator = ToolCallAccumulator()
         text: list[str] = []
         reasoning: list[str] = []
@@ -253,6 +260,7 @@ class LiteLLMModel:
                     self.partial.tool_calls = accumulator.calls()
         except Exception as exc:
             kind, message = describe_error(exc)
+            metrics.PROVIDER_ERRORS.labels(kind).inc()
             raise ProviderError(f"{message} The answer was cut off.", kind=kind) from exc
         finally:
             await _close(response)

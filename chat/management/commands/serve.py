@@ -3,7 +3,10 @@
 This process supervises them: a process that dies (a crash, an OOM kill, someone's `kill -9`)
 is started again after a short backoff, and the others keep running, so a dead worker costs the
 turns it was running and nothing else (the reaper in the new worker closes those as
-interrupted). Ctrl-C or SIGTERM stops the web and worker processes first and Redis last.
+interrupted). Ctrl-C or SIGTERM stops the web and worker processes first and Redis last; the
+worker is given its grace period (WORKER_SHUTDOWN_GRACE_S) to finish its turns.
+
+The host's metrics directory is emptied at start: the processes it starts write there afresh.
 """
 
 from __future__ import annotations
@@ -93,6 +96,9 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         embedded = not os.environ.get("REDIS_URL")
+        # Metrics files of an earlier run's processes (the web process adds them all up).
+        for stale in settings.METRICS_DIR.glob("*.db"):
+            stale.unlink(missing_ok=True)
         env = {**os.environ, "REDIS_URL": settings.REDIS_URL}
         stopping = False
 
@@ -128,8 +134,9 @@ class Command(BaseCommand):
         finally:
             for process in processes:
                 process.stop()
+            # The worker may take its grace period, and a little more to save what it streamed.
             for process in processes:
-                process.wait(timeout=15)
+                process.wait(timeout=float(settings.WORKER_SHUTDOWN_GRACE_S) + 20)
             if redis is not None and redis.process is not None:
                 embedded_redis.stop(redis.process)
 

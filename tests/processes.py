@@ -1,0 +1,139 @@
+"""Tessera's processes started by a test on its own: a Redis, web and worker processes the test
+may stop, kill or restart (the session's `stack` is shared and must stay up)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+from django.conf import settings
+
+from config import embedded_redis
+from config.processes import web_command, worker_command
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def database_url() -> str:
+    db = settings.DATABASES["default"]
+    if db["ENGINE"].endswith("sqlite3"):
+        return f"sqlite:///{db['NAME']}"
+    return (
+        f"postgres://{db['USER']}:{db.get('PASSWORD') or ''}@{db['HOST'] or 'localhost'}:{db['PORT'] or 5432}"
+        f"/{db['NAME']}"
+    )
+
+
+def wait_until(condition: Callable[[], Any], timeout: float, what: str, interval: float = 0.2) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"{what} within {timeout} s")
+
+
+class Processes:
+    """Started processes, each stopped at the end whatever the test did to it."""
+
+    def __init__(self, folder: Path, redis_url: str | None = None) -> None:
+        """With `redis_url`, the processes share that Redis (the session's); else they get one
+        of their own, started by `start_redis()`."""
+        self.folder = folder
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.redis_socket = folder / "redis" / "redis.sock"
+        self.redis_url = redis_url or f"unix://{self.redis_socket}"
+        self.redis: subprocess.Popen[bytes] | None = None
+        self.started: list[subprocess.Popen[bytes]] = []
+        self.env = {
+            **os.environ,
+            "DATABASE_URL": database_url(),
+            "REDIS_URL": self.redis_url,
+            "PYTHONUNBUFFERED": "1",
+            # Its own metrics directory: what this test's processes count, and nothing else.
+            "PROMETHEUS_MULTIPROC_DIR": str(folder / "metrics"),
+        }
+
+    def start_redis(self) -> None:
+        self.redis = embedded_redis.start(self.redis_socket)
+
+    def stop_redis(self) -> None:
+        embedded_redis.stop(self.redis)
+        self.redis = None
+
+    def log(self, name: str) -> Path:
+        return self.folder / f"{name}.log"
+
+    def spawn(self, command: list[str], name: str, **env: str) -> subprocess.Popen[bytes]:
+        process = subprocess.Popen(
+            command,
+            cwd=ROOT,
+            env={**self.env, **env},
+            stdout=open(self.log(name), "ab"),  # noqa: SIM115 - the child process owns it
+            stderr=subprocess.STDOUT,
+        )
+        self.started.append(process)
+        return process
+
+    def worker(self, name: str = "worker", **env: str) -> subprocess.Popen[bytes]:
+        return self.spawn(worker_command(concurrency=8, hostname=f"{name}-{free_port()}@%h"), name, **env)
+
+    def web(self, port: int, name: str = "web", **env: str) -> subprocess.Popen[bytes]:
+        process = self.spawn(web_command(host="127.0.0.1", port=port), name, **env)
+        wait_until(lambda: _answers(f"http://127.0.0.1:{port}/healthz", process), 60, "the web process did not answer")
+        return process
+
+    def close(self) -> None:
+        for process in self.started:
+            if process.poll() is None:
+                process.kill()
+        for process in self.started:
+            process.wait(timeout=10)
+        if self.redis is not None:
+            self.stop_redis()
+
+
+def _answers(url: str, process: subprocess.Popen[bytes]) -> bool:
+    if process.poll() is not None:
+        raise RuntimeError(f"the process exited with {process.returncode}")
+    try:
+        return httpx.get(url, timeout=1).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+    def client(self) -> Any:
+        import redis
+
+        return redis.from_url(self.redis_url, socket_timeout=2)
+
+    def broker(self) -> Any:
+        """A Celery app sending to these processes' Redis (the test process's own app sends to
+        the session's)."""
+        from celery import Celery
+
+        url = self.redis_url
+        broker = "redis+socket://" + url.removeprefix("unix://") if url.startswith("unix://") else url
+        return Celery("tests", broker=broker)
+
+    def worker_alive(self) -> bool:
+        """Whether a worker on this Redis sent a heartbeat lately (what /readyz looks for)."""
+        from core.health import WORKERS_KEY
+
+        client = self.client()
+        try:
+            return bool(client.zcount(WORKERS_KEY, time.time() - 30, "+inf"))
+        finally:
+            client.close()
