@@ -25,6 +25,7 @@ from toolsets.sources import SourceBook
 from . import presenters, turn_store
 from .agents import AgentSpec
 from .agents.base import MAX_CONTEXT_LENGTH, MAX_TASK_LENGTH
+from .approvals import Asker
 from .prompts import system_prompt
 from .selection import AGENTS
 from .streaming import TurnSink
@@ -133,6 +134,7 @@ class Delegator:
             turn_id=sink.turn_id,
             selection=self._selection_for(agent, delegating=child is not None),
             on_progress=progress,
+            on_approval=Asker(sink, lane),
             delegator=child,
             lane=lane,
             sources=self.sources,

@@ -106,8 +106,9 @@ class LiveTurn:
                     step.state = "stopped"
             for step in steps:
                 for card in step.cards:
-                    if card.get("status") in ("pending", "calling"):
+                    if card.get("status") in ("pending", "calling", "waiting"):
                         card["status"] = "cancelled"
+                        card["approval"] = None  # a question nobody can answer any more
 
     def streaming_texts(self) -> dict[tuple[str, int], str]:
         """(lane, step) → the text of every step still streaming, the turn's and its subagents'."""

@@ -251,6 +251,7 @@ class TurnSink:
             duration_ms=data.get("duration_ms"),
             execution_id=data.get("execution_id"),
             delegation=delegation,
+            cached_at=data.get("cached_at"),
         )
         self.live.step(step, lane).cards[position] = card
         self._progress_sent.pop((lane, step, position), None)
@@ -284,6 +285,35 @@ class TurnSink:
             status="calling",
             progress_text=text,
             progress_percent=percent,
+        )
+        cards[position] = card
+        await self.flush(presenters.card_fragment(card, self.live))
+
+    async def approval_needed(self, step: int, position: int, request: Any, lane: str = "") -> None:
+        """An "ask" call waits for the user: its card becomes the approval card."""
+        await self._waiting_card(step, position, lane, "waiting", presenters.approval(request))
+
+    async def approval_answered(self, step: int, position: int, decision: Any, lane: str = "") -> None:
+        """Approved: the card runs again. Denied: its error card follows with the result."""
+        if decision.approved:
+            await self._waiting_card(step, position, lane, "calling", None)
+
+    async def _waiting_card(
+        self, step: int, position: int, lane: str, status: str, approval: dict[str, Any] | None
+    ) -> None:
+        cards = self.live.step(step, lane).cards
+        if position >= len(cards):
+            return
+        old = cards[position]
+        card = presenters.card(
+            dom.lane(self.turn_id, lane),
+            step,
+            position,
+            name=old["name"],
+            call_id=old["call_id"],
+            arguments=old["arguments"],
+            status=status,
+            approval=approval,
         )
         cards[position] = card
         await self.flush(presenters.card_fragment(card, self.live))

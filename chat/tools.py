@@ -4,13 +4,14 @@ through the shared executor, and handing `delegate_to_<agent>` calls to the dele
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from django.conf import settings
 
 from chat.agent.types import ToolCall, ToolResult
-from toolsets import availability, executor
+from toolsets import availability, executor, policy
 from toolsets.base import qualified_name
 from toolsets.registry import all_toolsets
 from toolsets.sources import SourceBook
@@ -37,6 +38,7 @@ class ChatToolBox:
         delegator: Any = None,
         lane: str = "",
         sources: SourceBook | None = None,
+        on_approval: Any = None,
     ) -> None:
         self.user_id = user_id
         self.turn_id = turn_id
@@ -51,6 +53,8 @@ class ChatToolBox:
         self._specs: list[dict[str, Any]] = []
         # Where a tool's progress reports go: (step, position, text, percent).
         self.on_progress = on_progress
+        # Asks the user about "ask" tools (chat.approvals.Asker): (step, position, request).
+        self.on_approval = on_approval
         # Selected toolsets that are not usable right now, as "Name (reason)".
         self.skipped: list[str] = []
 
@@ -58,6 +62,7 @@ class ChatToolBox:
         """Decides, once per turn, which selected tools the model is offered: only those of
         toolsets usable for this user right now (blocking: call from a thread)."""
         available = availability.for_user(self.user_id)
+        policies = policy.PolicyBook(self.user_id)
         self._specs, self.skipped = [], []
         for toolset in all_toolsets().values():
             chosen = set(self.selection.get(toolset.id, []))
@@ -68,7 +73,8 @@ class ChatToolBox:
                 self.skipped.append(f"{toolset.name} ({state.reason})")
                 continue
             for tool in toolset.tools:
-                if tool.name in chosen:
+                # A tool whose policy is Deny is never offered.
+                if tool.name in chosen and policies.get(toolset, tool).policy != policy.DENY:
                     self._specs.append(
                         {
                             "type": "function",
@@ -125,6 +131,8 @@ class ChatToolBox:
             lane=self.lane,
             sources=self.sources,
             progress=self._progress_reporter(step, position),
+            chat_id=getattr(self.on_approval, "chat_id", None),
+            approve=functools.partial(self.on_approval, step, position) if self.on_approval else None,
         )
         content = execution.model_content(int(settings.TESSERA["TOOL_RESULT_MODEL_LIMIT"]))
         data: dict[str, Any] = {
@@ -134,6 +142,8 @@ class ChatToolBox:
         }
         if execution.sources:
             data["sources"] = list(execution.sources)
+        if execution.cached_at is not None:
+            data["cached_at"] = execution.cached_at.isoformat()
         if execution.error is None:
             data["result"] = execution.result
         else:

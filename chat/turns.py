@@ -21,6 +21,7 @@ from toolsets.sources import SourceBook
 
 from . import live, presenters, turn_store, worker_loop
 from .agents import AgentSpec
+from .approvals import Asker
 from .delegation import Delegator
 from .events import FINAL_SEQ, send_fragment
 from .live import LiveTurn
@@ -119,6 +120,7 @@ async def _run_claimed(turn: Turn, redis: Any, watch: TurnWatch) -> None:
             turn_id=turn.pk,
             selection=chat.enabled_tools,
             on_progress=sink.tool_progress,
+            on_approval=Asker(sink),
             delegator=delegator,
             sources=sources,
         )

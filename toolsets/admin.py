@@ -1,18 +1,56 @@
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 
 from core.crypto import mask
 from core.secrets_form import SecretFieldsMixin
 
-from .models import ApiToken, ToolExecution, ToolsetConfig, UserToolsetConfig, ensure_configs
+from .models import (
+    ApiToken,
+    ChatToolAllowance,
+    PolicySettings,
+    ToolExecution,
+    ToolRule,
+    ToolsetConfig,
+    UserToolPolicy,
+    UserToolsetConfig,
+    ensure_configs,
+)
+from .policy import breaker
 from .registry import all_toolsets
+
+# The breakers' states for the list being shown: read once per page (one pipelined Redis round
+# trip), not once per row. Per thread, as Django serves each request on one.
+_breaker_page = threading.local()
+
+
+def _breaker_states(scopes: list[tuple[str, str, str]]) -> dict[str, breaker.BreakerState]:
+    found = breaker.Breakers().states(scopes)
+    counts = breaker.transition_counts()
+    _breaker_page.counts = counts
+    return {state.scope: state for state in found}
+
+
+def _breaker_text(scope: str) -> str:
+    states: dict[str, breaker.BreakerState] = getattr(_breaker_page, "states", {})
+    state = states.get(scope)
+    if state is None:
+        return "—"
+    opened = getattr(_breaker_page, "counts", {}).get((scope, breaker.OPEN), 0)
+    times = f"; opened {opened} time{'s' if opened != 1 else ''}" if opened else ""
+    if state.state == breaker.OPEN and state.retry_at is not None:
+        return f"Open — probe after {state.retry_at:%H:%M:%S} UTC{times}"
+    if state.state == breaker.HALF_OPEN:
+        return f"Half-open — one probe call running{times}"
+    recent = f", {state.failures} recent failure{'s' if state.failures != 1 else ''}" if state.failures else ""
+    return f"Closed{recent}{times}"
 
 
 class DurationFilter(admin.SimpleListFilter):
@@ -34,9 +72,22 @@ class DurationFilter(admin.SimpleListFilter):
 
 @admin.register(ToolExecution)
 class ToolExecutionAdmin(admin.ModelAdmin):
-    list_display = ["started_at", "user", "toolset", "tool", "status", "error_type", "duration_ms"]
+    list_display = [
+        "started_at",
+        "user",
+        "toolset",
+        "tool",
+        "status",
+        "error_type",
+        "duration_ms",
+        "approval",
+        "cache_hit",
+    ]
     list_filter = [
         "status",
+        "cache_hit",
+        "approval",
+        "policy",
         "toolset",
         "tool",
         "error_type",
@@ -55,7 +106,7 @@ class ToolsetConfigForm(SecretFieldsMixin):
 
     class Meta:
         model = ToolsetConfig
-        fields = ["toolset_id", "enabled", "api_key", "settings", "rate_limit_per_minute"]
+        fields = ["toolset_id", "enabled", "api_key", "settings", "rate_limit_per_minute", "policy"]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -73,17 +124,138 @@ class ToolsetConfigForm(SecretFieldsMixin):
 @admin.register(ToolsetConfig)
 class ToolsetConfigAdmin(admin.ModelAdmin):
     form = ToolsetConfigForm
-    list_display = ["__str__", "toolset_id", "enabled", "key", "rate_limit_per_minute", "updated_at"]
+    list_display = ["__str__", "toolset_id", "enabled", "key", "rate_limit_per_minute", "policy", "server_breaker"]
     list_editable = ["enabled"]
-    list_filter = ["enabled"]
+    list_filter = ["enabled", "policy"]
+    actions = ["reset_breakers"]
 
     @admin.display(description="App API key")
     def key(self, obj: ToolsetConfig) -> str:
         return mask(obj.api_key) or "—"
 
+    @admin.display(description="Server circuit breaker")
+    def server_breaker(self, obj: ToolsetConfig) -> str:
+        return _breaker_text(breaker.server_scope(obj.toolset_id))
+
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        shared = [(breaker.server_scope(t.id), t.id, "") for t in all_toolsets().values() if t.shared_breaker]
+        _breaker_page.states = _breaker_states(shared)
+        return super().changelist_view(request, extra_context)
+
+    @admin.action(description="Reset the server's circuit breaker (MCP servers)")
+    def reset_breakers(self, request: HttpRequest, queryset: QuerySet[ToolsetConfig]) -> None:
+        board = breaker.Breakers()
+        for config in queryset:
+            board.reset(breaker.server_scope(config.toolset_id))
+        self.message_user(request, f"Reset {queryset.count()} breaker(s).", messages.SUCCESS)
+
     def get_queryset(self, request: HttpRequest) -> QuerySet[ToolsetConfig]:
         ensure_configs()
         return super().get_queryset(request)
+
+
+@admin.register(ToolRule)
+class ToolRuleAdmin(admin.ModelAdmin):
+    """One row per registered tool: its policy, caching, and its circuit breaker's state."""
+
+    list_display = ["__str__", "toolset_id", "tool", "declared", "policy", "cache_enabled", "cache_time", "breaker"]
+    list_editable = ["policy", "cache_enabled"]
+    list_filter = ["toolset_id", "policy", "cache_enabled"]
+    search_fields = ["toolset_id", "tool"]
+    readonly_fields = ["toolset_id", "tool", "declared", "cache_time", "breaker"]
+    fields = ["toolset_id", "tool", "declared", "policy", "cache_enabled", "cache_time", "breaker"]
+    actions = ["reset_breakers"]
+
+    def _tool(self, obj: ToolRule) -> Any:
+        toolset = all_toolsets().get(obj.toolset_id)
+        return toolset.get(obj.tool) if toolset else None
+
+    @admin.display(description="Declared policy")
+    def declared(self, obj: ToolRule) -> str:
+        found = self._tool(obj)
+        return found.declared_policy.capitalize() if found else "— (no longer registered)"
+
+    @admin.display(description="Declared cache time")
+    def cache_time(self, obj: ToolRule) -> str:
+        found = self._tool(obj)
+        if found is None or not found.cache_ttl_s:
+            return "never"
+        return f"{found.cache_ttl_s} s" + (", shared between users" if found.cache_public else "")
+
+    @admin.display(description="Circuit breaker")
+    def breaker(self, obj: ToolRule) -> str:
+        scope = breaker.tool_scope(obj.toolset_id, obj.tool)
+        if scope not in getattr(_breaker_page, "states", {}):
+            _breaker_page.states = _breaker_states([(scope, obj.toolset_id, obj.tool)])
+        return _breaker_text(scope)
+
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        _breaker_page.states = {}  # read afresh for this one tool
+        return super().change_view(request, object_id, form_url, extra_context)
+
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        ensure_rules()
+        _breaker_page.states = _breaker_states(breaker.all_scopes())
+        return super().changelist_view(request, extra_context)
+
+    @admin.action(description="Reset the circuit breaker")
+    def reset_breakers(self, request: HttpRequest, queryset: QuerySet[ToolRule]) -> None:
+        board = breaker.Breakers()
+        for rule in queryset:
+            board.reset(breaker.tool_scope(rule.toolset_id, rule.tool))
+        self.message_user(request, f"Reset {queryset.count()} breaker(s).", messages.SUCCESS)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # one row per registered tool, made by the list itself
+
+
+def ensure_rules() -> None:
+    """One row per registered tool, so every tool shows up in the list."""
+    existing = set(ToolRule.objects.values_list("toolset_id", "tool"))
+    missing = [
+        ToolRule(toolset_id=toolset.id, tool=tool.name)
+        for toolset in all_toolsets().values()
+        for tool in toolset.tools
+        if (toolset.id, tool.name) not in existing
+    ]
+    if missing:
+        ToolRule.objects.bulk_create(missing, ignore_conflicts=True)
+
+
+@admin.register(PolicySettings)
+class PolicySettingsAdmin(admin.ModelAdmin):
+    list_display = ["__str__", "approval_timeout_s", "breaker_failures", "breaker_window_s", "breaker_cooldown_s"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return not PolicySettings.objects.exists()
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(UserToolPolicy)
+class UserToolPolicyAdmin(admin.ModelAdmin):
+    list_display = ["user", "toolset_id", "tool", "policy", "updated_at"]
+    list_filter = ["policy", "toolset_id"]
+    search_fields = ["user__username", "tool"]
+    list_select_related = ["user"]
+    readonly_fields = ["user", "toolset_id", "tool", "policy"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # a user's own choice, made on /toolsets/
+
+
+@admin.register(ChatToolAllowance)
+class ChatToolAllowanceAdmin(admin.ModelAdmin):
+    list_display = ["chat", "toolset_id", "tool", "created_at"]
+    list_filter = ["toolset_id"]
+    raw_id_fields = ["chat"]
+    readonly_fields = ["chat", "toolset_id", "tool", "created_at"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
 
 
 @admin.register(UserToolsetConfig)
@@ -102,12 +274,12 @@ class UserToolsetConfigAdmin(admin.ModelAdmin):
 
 @admin.register(ApiToken)
 class ApiTokenAdmin(admin.ModelAdmin):
-    list_display = ["name", "user", "hint", "created_at", "last_used_at", "revoked_at"]
+    list_display = ["name", "user", "hint", "can_approve", "created_at", "last_used_at", "revoked_at"]
     list_filter = ["revoked_at"]
     search_fields = ["name", "user__username"]
     list_select_related = ["user"]
     exclude = ["token_hash"]
-    readonly_fields = ["user", "name", "hint", "created_at", "last_used_at"]
+    readonly_fields = ["user", "name", "hint", "can_approve", "created_at", "last_used_at"]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # tokens are issued by their owner, on the settings page

@@ -3,6 +3,11 @@ executor (and so the same availability, validation, limits and audit) as the age
 
 Auth: a personal API token (`Authorization: Bearer tsk_…`) or the browser session, which then
 needs the CSRF token like any other session POST.
+
+Tool policy applies as in a chat, except that nobody can be asked: a tool whose policy is Ask
+runs only when the body says `"approve": true` and the caller may approve — a token created
+with "may approve" (chosen at creation, never later), or the user's own browser session.
+Anything else gets 403.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ STATUS = {
     "rate_limit_error": 429,
     "timeout_error": 504,
     "execution_error": 502,
+    "circuit_open": 503,
 }
 MAX_BODY = 1_000_000
 
@@ -40,22 +46,27 @@ def _error(status: int, tool_call_id: str | None, type_: str, message: str, **ex
     return JsonResponse({"tool_call_id": tool_call_id, "error": error}, status=status)
 
 
-def _authenticate(request: HttpRequest) -> tuple[Any, HttpResponse | None]:
+def _authenticate(request: HttpRequest) -> tuple[Any, bool, HttpResponse | None]:
+    """(the user, whether the caller may approve Ask tools, an error response)."""
     header = request.headers.get("Authorization", "")
     if header:
         scheme, _, token = header.partition(" ")
         record = ApiToken.authenticate(token.strip()) if scheme.lower() == "bearer" else None
         if record is None:
-            return None, _error(401, None, "permission_denied", "Invalid or revoked API token.")
+            return None, False, _error(401, None, "permission_denied", "Invalid or revoked API token.")
         ApiToken.objects.filter(pk=record.pk).update(last_used_at=timezone.now())
-        return record.user, None
+        return record.user, record.can_approve, None
     if request.user.is_authenticated:
         # This view is exempt so tokens work; session callers still get the CSRF check.
         rejected = CsrfViewMiddleware(lambda r: HttpResponse()).process_view(request, _noop_view, (), {})
         if rejected is not None:
-            return None, _error(403, None, "permission_denied", "CSRF check failed.")
-        return request.user, None
-    return None, _error(401, None, "permission_denied", "Authentication required (session or Bearer token).")
+            return None, False, _error(403, None, "permission_denied", "CSRF check failed.")
+        return request.user, True, None
+    return (
+        None,
+        False,
+        _error(401, None, "permission_denied", "Authentication required (session or Bearer token)."),
+    )
 
 
 def _noop_view(request: HttpRequest) -> HttpResponse:
@@ -65,7 +76,7 @@ def _noop_view(request: HttpRequest) -> HttpResponse:
 @csrf_exempt
 @require_POST
 def execute(request: HttpRequest, toolset_id: str, method: str) -> HttpResponse:
-    user, denied = _authenticate(request)
+    user, may_approve, denied = _authenticate(request)
     if denied is not None:
         return denied
     toolset = get_toolset(toolset_id)
@@ -87,8 +98,18 @@ def execute(request: HttpRequest, toolset_id: str, method: str) -> HttpResponse:
     params = body.get("params", {})
     if not isinstance(params, dict):
         return _error(400, tool_call_id, "validation_error", "params must be a JSON object.")
+    approve = body.get("approve", False)
+    if not isinstance(approve, bool):
+        return _error(400, tool_call_id, "validation_error", "approve must be true or false.")
+    if approve and not may_approve:
+        return _error(
+            403,
+            tool_call_id,
+            "permission_denied",
+            'This token may not approve tools whose policy is Ask: create one with "May approve" on /toolsets/.',
+        )
     result = async_to_sync(executor.execute)(
-        qualified_name(toolset_id, method), params, user_id=user.pk, tool_call_id=tool_call_id
+        qualified_name(toolset_id, method), params, user_id=user.pk, tool_call_id=tool_call_id, pre_approved=approve
     )
     if result.error is not None:
         extra: dict[str, Any] = {}
@@ -96,6 +117,8 @@ def execute(request: HttpRequest, toolset_id: str, method: str) -> HttpResponse:
             extra["details"] = result.error.details
         if result.availability is not None and not result.availability.usable:
             extra["reason"] = result.availability.reason
+        elif result.error.type == "permission_denied" and result.policy in ("ask", "deny"):
+            extra["policy"] = result.policy
         return JsonResponse(
             {"tool_call_id": tool_call_id, "error": {**result.error.as_dict(), **extra}},
             status=STATUS.get(result.error.type, 500),

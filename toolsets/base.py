@@ -17,6 +17,8 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 from urllib.parse import urlsplit
 
 TOOL_PREFIX = "toolset"
+# Tool policies, least strict first (see toolsets.policy).
+POLICIES = ("auto", "ask", "deny")
 SEPARATOR = "__"
 
 
@@ -36,12 +38,17 @@ class ToolContext:
 
 class ToolFailure(Exception):
     """Raised by a tool to fail with a specific error type, e.g. an upstream 429 becomes
-    `rate_limit_error` with retryable=True. Any other exception is an `execution_error`."""
+    `rate_limit_error` with retryable=True. Any other exception is an `execution_error`.
+    `fault`: whether the failure is the tool's own (counted by its circuit breaker); by
+    default a timeout or a retryable execution error (a 5xx, a lost connection) is."""
 
-    def __init__(self, message: str, *, error_type: str = "execution_error", retryable: bool = False) -> None:
+    def __init__(
+        self, message: str, *, error_type: str = "execution_error", retryable: bool = False, fault: bool | None = None
+    ) -> None:
         super().__init__(message)
         self.error_type = error_type
         self.retryable = retryable
+        self.fault = fault
 
 
 Summarizer = Callable[[Any], str]
@@ -70,6 +77,25 @@ class Tool:
 
     @property
     def is_async(self) -> bool:
+    # Tool policy (see toolsets.policy): "auto" runs, "ask" waits for the user's approval of
+    # each call, "deny" is never offered. Empty: "ask" for tools with side effects, else "auto".
+    policy: str = ""
+    # How long an identical call may reuse a result (0: never); only for tools without side
+    # effects. Public results may be shared between users (never between credentials).
+    cache_ttl_s: int = 0
+    cache_public: bool = False
+
+    def __post_init__(self) -> None:
+        if self.policy not in ("", *POLICIES):
+            raise ValueError(f"{self.name}: policy must be one of {', '.join(POLICIES)}, not {self.policy!r}")
+        if self.cache_ttl_s and self.side_effects:
+            raise ValueError(f"{self.name}: a tool with side effects cannot declare a cache time")
+        if self.cache_ttl_s < 0:
+            raise ValueError(f"{self.name}: cache_ttl_s cannot be negative")
+
+    @property
+    def declared_policy(self) -> str:
+        return self.policy or ("ask" if self.side_effects else "auto")
         return inspect.iscoroutinefunction(self.func)
 
 
@@ -104,6 +130,9 @@ class Toolset:
 
     @property
     def label(self) -> str:
+    # The tools reach one server (an MCP server): besides each tool's own circuit breaker, the
+    # failures of all of them count against one breaker for the whole toolset.
+    shared_breaker: bool = False
         return self.short_name or self.name
 
     def __post_init__(self) -> None:
@@ -160,6 +189,9 @@ def tool(
 ) -> Callable[[Callable[..., Any]], Tool]:
     """Turns a typed function into a Tool."""
 
+    policy: str = "",
+    cache_ttl_s: int = 0,
+    cache_public: bool = False,
     def wrap(func: Callable[..., Any]) -> Tool:
         doc = inspect.getdoc(func) or ""
         description = doc.strip().splitlines()[0] if doc.strip() else humanize(func.__name__)
@@ -180,6 +212,9 @@ def tool(
         )
 
     return wrap
+            policy=policy,
+            cache_ttl_s=cache_ttl_s,
+            cache_public=cache_public,
 
 
 def schema_for(func: Callable[..., Any]) -> tuple[dict[str, Any], bool]:

@@ -3,6 +3,10 @@
 It validates arguments against the tool's schema, enforces the timeout, classifies failures into
 a small set of error types (each with a message and whether retrying may help), retries transient
 failures of side-effect-free tools, and records a ToolExecution for every call.
+
+Tool policy (toolsets.policy) is applied here too, for every caller: a "deny" tool fails, an
+"ask" tool waits for the caller's approver (the chat's approval card) or fails without one, a
+tool whose circuit breaker is open fails at once, and a cacheable call may reuse a stored result.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import jsonschema
@@ -23,9 +28,13 @@ from django.utils import timezone
 from core import metrics
 from core.redact import redact
 
+from . import policy
 from .availability import Availability
 from .base import Tool, ToolContext, ToolFailure, Toolset
 from .models import ToolExecution
+from .policy import approval as approvals
+from .policy import breaker as breakers
+from .policy import cache as results_cache
 from .registry import resolve
 from .sources import Source, SourceBook
 
@@ -39,6 +48,7 @@ ERROR_TYPES = (
     "timeout_error",
     "rate_limit_error",
     "execution_error",
+    "circuit_open",
 )
 MAX_ATTEMPTS = 3
 BACKOFF_S = 0.5
@@ -50,6 +60,9 @@ class ToolError:
     message: str
     retryable: bool = False
     details: list[str] = field(default_factory=list)
+    # The tool's own fault (a timeout, a crash, a 5xx, a lost connection): what circuit
+    # breakers count. Bad arguments, a missing key or a refusal are the caller's business.
+    fault: bool = False
 
     def __post_init__(self) -> None:
         # A tool's exception may quote its credential (an API echoing the key back): the text
@@ -81,6 +94,9 @@ class Execution:
     record_id: int | None = None
     availability: Availability | None = None
     sources: list[Source] = field(default_factory=list)
+    policy: str = ""
+    approval: str = ""  # how an "ask" was settled (toolsets.policy.approval outcomes)
+    cached_at: datetime | None = None  # a cache hit: when the call that produced it ran
 
     @property
     def ok(self) -> bool:
@@ -126,15 +142,26 @@ async def execute(
     sources: SourceBook | None = None,
     context: ToolContext | None = None,
     progress: Progress | None = None,
+    chat_id: int | None = None,
+    approve: approvals.Approver | None = None,
+    pre_approved: bool = False,
 ) -> Execution:
+    """Runs one call. `approve` is asked about "ask" tools (None: they fail with
+    permission_denied, unless `pre_approved` — the API's explicit approval)."""
     found = resolve(name)
     toolset, tool_ = found if found else (None, None)
     arguments, parse_error = _parse(raw_arguments)
     execution = Execution(tool_call_id, toolset, tool_, arguments)
     toolset_id, tool_name = (toolset.id, tool_.name) if toolset and tool_ else _split_for_record(name)
+    details = validation_errors(tool_, arguments) if tool_ is not None and not parse_error else []
     record, gate = await _open(
         user_id=user_id,
+        toolset=toolset,
         tool=tool_,
+        chat_id=chat_id,
+        arguments=arguments,
+        valid=not parse_error and not details,
+        asks=approve is not None or pre_approved,
         fields={
             "user_id": user_id,
             "turn_id": turn_id,
@@ -153,6 +180,7 @@ async def execute(
     )
     execution.record_id = record.pk
     execution.availability = gate.availability
+    execution.policy = gate.policy
     started = time.monotonic()
     attempts = 0
     if tool_ is None:
@@ -161,36 +189,29 @@ async def execute(
         execution.error = gate.error
     elif parse_error:
         execution.error = ToolError("validation_error", parse_error)
-    else:
-        details = validation_errors(tool_, arguments)
-        if details:
-            execution.error = ToolError(
-                "validation_error", "The arguments do not match the tool's schema.", details=details
-            )
-    if execution.error is None and tool_ is not None:
-        available = gate.availability
-        ctx = context or ToolContext(
-            user_id=user_id,
-            turn_id=turn_id,
-            api_key=available.api_key if available else "",
-            settings=dict(available.settings) if available else {},
+    elif details:
+        execution.error = ToolError(
+            "validation_error", "The arguments do not match the tool's schema.", details=details
         )
-        if progress is not None:
-            ctx.progress = progress
-        while True:
-            attempts += 1
-            try:
-                execution.result = await _call(tool_, ctx, arguments)
-                execution.error = None
-                break
-            except Exception as exc:  # every failure becomes a classified result
-                execution.error = classify(exc, tool_)
-            # Transient failures are retried, but only where running twice is harmless; a rate
-            # limit is not transient on the scale of this backoff.
-            retry = execution.error.retryable and execution.error.type != "rate_limit_error"
-            if not (retry and not tool_.side_effects and attempts < MAX_ATTEMPTS):
-                break
-            await asyncio.sleep(BACKOFF_S * 2 ** (attempts - 1))
+    elif gate.hit is not None:
+        execution.result, execution.cached_at = gate.hit.result, gate.hit.at
+    try:
+        if execution.error is None and execution.cached_at is None and tool_ is not None and toolset is not None:
+            if gate.needs_approval:
+                execution.approval, execution.error = await _ask(approve, pre_approved, toolset, tool_, arguments, gate)
+                if execution.error is None:
+                    # Claimed only now: a probe must not wait on a person for minutes.
+                    gate.probes, execution.error = await _claim_breaker(gate.scopes, tool_)
+                    started = time.monotonic()
+            if execution.error is None:
+                attempts, execution.result, execution.error = await _run(
+                    tool_, user_id, turn_id, gate, context, progress
+                )
+    except BaseException:
+        # Stop while waiting or running: a probe that never reported frees its lease at once.
+        if gate.probes:
+            breakers.Breakers().release(gate.probes)
+        raise
     execution.duration_ms = int((time.monotonic() - started) * 1000)
     # A name the model made up is "unknown": labels stay a bounded set, and the log no place for
     # whatever the model wrote.
@@ -203,8 +224,91 @@ async def execute(
             execution.sources = sources.add(tool_.sources(execution.result))
         except Exception:  # a result the extractor did not expect costs its citations, nothing else
             log.warning("Reading sources of %s failed", name, exc_info=True)
-    await _finish_record(record, execution, attempts)
+    await _finish_record(record, execution, attempts, gate)
     return execution
+
+
+async def _ask(
+    approve: approvals.Approver | None,
+    pre_approved: bool,
+    toolset: Toolset,
+    tool_: Tool,
+    arguments: dict[str, Any],
+    gate: _Gate,
+) -> tuple[str, ToolError | None]:
+    """Settles an "ask" call: (how it was settled, the error if it may not run)."""
+    if pre_approved:
+        return approvals.PRE_APPROVED, None
+    if approve is None:
+        return "", ToolError(
+            "permission_denied",
+            f"{toolset.label}: {tool_.display_name} needs the user's approval for each call "
+            "(its policy is Ask), and this caller cannot ask for it.",
+        )
+    request = approvals.ApprovalRequest(
+        toolset_id=toolset.id,
+        tool=tool_.name,
+        name=f"toolset__{toolset.id}__{tool_.name}",
+        display_name=f"{toolset.label}: {tool_.display_name}",
+        arguments=arguments,
+        timeout_s=gate.approval_timeout_s,
+    )
+    decision = await approve(request)
+    if decision.approved:
+        return decision.outcome or approvals.APPROVED, None
+    return decision.outcome or approvals.DENIED, ToolError(
+        "permission_denied", decision.error_message(gate.approval_timeout_s)
+    )
+
+
+async def _claim_breaker(scopes: list[str], tool_: Tool) -> tuple[tuple[str, ...], ToolError | None]:
+    def claim() -> tuple[tuple[str, ...], ToolError | None]:
+        board = breakers.Breakers()
+        verdict = board.allow(scopes, lease_s=_lease_s(tool_))
+        if verdict.allowed:
+            return verdict.probes, None
+        return (), ToolError("circuit_open", verdict.message(tool_.display_name, board.clock()), retryable=True)
+
+    return await database_sync_to_async(claim, thread_sensitive=False)()
+
+
+async def _run(
+    tool_: Tool,
+    user_id: int,
+    turn_id: int | None,
+    gate: _Gate,
+    context: ToolContext | None,
+    progress: Progress | None,
+) -> tuple[int, Any, ToolError | None]:
+    """Calls the tool, retrying transient failures: (attempts, result, error)."""
+    available = gate.availability
+    ctx = context or ToolContext(
+        user_id=user_id,
+        turn_id=turn_id,
+        api_key=available.api_key if available else "",
+        settings=dict(available.settings) if available else {},
+    )
+    if progress is not None:
+        ctx.progress = progress
+    attempts = 0
+    while True:
+        attempts += 1
+        try:
+            return attempts, await _call(tool_, ctx, gate.arguments), None
+        except Exception as exc:  # every failure becomes a classified result
+            error = classify(exc, tool_)
+        # Transient failures are retried, but only where running twice is harmless; a rate
+        # limit is not transient on the scale of this backoff.
+        retry = error.retryable and error.type != "rate_limit_error"
+        if not (retry and not tool_.side_effects and attempts < MAX_ATTEMPTS):
+            return attempts, None, error
+        await asyncio.sleep(BACKOFF_S * 2 ** (attempts - 1))
+
+
+def _lease_s(tool_: Tool) -> float:
+    # Long enough for every attempt and backoff of one call; a probe whose worker died frees
+    # the breaker after this.
+    return tool_.timeout_s * MAX_ATTEMPTS + BACKOFF_S * 2**MAX_ATTEMPTS + 5
 
 
 def _parse(raw: str | dict[str, Any]) -> tuple[dict[str, Any], str]:
@@ -255,14 +359,22 @@ async def _call(tool_: Tool, ctx: ToolContext, arguments: dict[str, Any]) -> Any
 
 def classify(exc: BaseException, tool_: Tool) -> ToolError:
     if isinstance(exc, ToolFailure):
-        return ToolError(exc.error_type, str(exc), exc.retryable)
+        fault = exc.fault
+        if fault is None:
+            # A timeout, or a transient execution failure (5xx, a lost connection), is the
+            # tool's; a refusal of these arguments is not.
+            fault = exc.error_type == "timeout_error" or (exc.error_type == "execution_error" and exc.retryable)
+        return ToolError(exc.error_type, str(exc), exc.retryable, fault=fault)
     if isinstance(exc, TimeoutError):
-        return ToolError("timeout_error", f"The tool did not finish within {tool_.timeout_s:g} seconds.", True)
+        return ToolError(
+            "timeout_error", f"The tool did not finish within {tool_.timeout_s:g} seconds.", True, fault=True
+        )
     if isinstance(exc, (ValueError, TypeError, LookupError)):
+        # How tools say "these arguments make no sense" (no such task, an empty post…).
         return ToolError("execution_error", str(exc) or type(exc).__name__)
     if isinstance(exc, (ConnectionError, OSError)):
-        return ToolError("execution_error", f"{type(exc).__name__}: {exc}", True)
-    return ToolError("execution_error", f"{type(exc).__name__}: {exc}")
+        return ToolError("execution_error", f"{type(exc).__name__}: {exc}", True, fault=True)
+    return ToolError("execution_error", f"{type(exc).__name__}: {exc}", fault=True)
 
 
 def _split_for_record(name: str) -> tuple[str, str]:
@@ -276,19 +388,48 @@ def _split_for_record(name: str) -> tuple[str, str]:
 class _Gate:
     availability: Availability | None = None
     error: ToolError | None = None
+    policy: str = ""
+    needs_approval: bool = False
+    approval_timeout_s: float = 600.0
+    hit: results_cache.Hit | None = None
+    cache_key: str = ""
+    cache_ttl_s: int = 0
+    scopes: list[str] = field(default_factory=list)
+    probes: tuple[str, ...] = ()
+    arguments: dict[str, Any] = field(default_factory=dict)
 
 
 @functools.partial(database_sync_to_async, thread_sensitive=False)
-def _open(*, user_id: int, tool: Tool | None, fields: dict[str, Any]) -> tuple[ToolExecution, _Gate]:
-    """Records the call and checks availability and the rate limit, in one thread hop."""
-    from . import availability, ratelimit
+def _open(
+    *,
+    user_id: int,
+    toolset: Toolset | None,
+    tool: Tool | None,
+    chat_id: int | None,
+    arguments: dict[str, Any],
+    valid: bool,
+    asks: bool,
+    fields: dict[str, Any],
+) -> tuple[ToolExecution, _Gate]:
+    """Records the call and decides whether it may run — availability, rate limit, policy,
+    cache, circuit breaker — in one thread hop."""
+    from core.redis_client import sync_client
 
-    gate = _Gate()
-    if tool is not None:
+    from . import availability, ratelimit
+    from .models import PolicySettings
+
+    gate = _Gate(arguments=arguments)
+    if tool is not None and toolset is not None:
+        resolved = policy.for_tool(user_id, toolset, tool)
+        gate.policy = resolved.policy
         gate.availability = availability.for_toolset(user_id, tool.toolset_id)
         available = gate.availability
         if available is not None and not available.usable:
             gate.error = ToolError("permission_denied", f"{available.toolset.name}: {available.reason}.")
+        elif resolved.policy == policy.DENY:
+            gate.error = ToolError(
+                "permission_denied", f"{toolset.label}: {tool.display_name} is not allowed (its policy is Deny)."
+            )
         elif available is not None and not ratelimit.allow(
             user_id, tool.rate_limit_key, available.rate_limit_per_minute
         ):
@@ -297,14 +438,61 @@ def _open(*, user_id: int, tool: Tool | None, fields: dict[str, Any]) -> tuple[T
                 f"Rate limit reached: at most {available.rate_limit_per_minute} calls a minute to this tool.",
                 retryable=True,
             )
+        elif valid:
+            _decide_run(gate, user_id, resolved, toolset, tool, chat_id, asks, sync_client(), PolicySettings.load())
+    fields["policy"] = gate.policy
     return ToolExecution.objects.create(**fields), gate
 
 
+def _decide_run(
+    gate: _Gate,
+    user_id: int,
+    resolved: policy.Resolved,
+    toolset: Toolset,
+    tool: Tool,
+    chat_id: int | None,
+    asks: bool,
+    redis: Any,
+    settings: Any,
+) -> None:
+    """For a call that may run: does it need asking, is there a cached result, is the breaker
+    open (claiming the probe now only if nobody has to be asked first)?"""
+    gate.needs_approval = resolved.policy == policy.ASK and not policy.allowed_in_chat(chat_id, toolset.id, tool.name)
+    gate.approval_timeout_s = float(settings.approval_timeout_s)
+    if results_cache.cacheable(tool, enabled=resolved.cache_enabled):
+        available = gate.availability
+        gate.cache_key = results_cache.key(
+            f"{toolset.id}.{tool.name}",
+            gate.arguments,
+            user_id=user_id,
+            api_key=available.api_key if available else "",
+            public=tool.cache_public,
+        )
+        gate.cache_ttl_s = tool.cache_ttl_s
+        if not gate.needs_approval:
+            gate.hit = results_cache.get(redis, gate.cache_key)
+            if gate.hit is not None:
+                return
+    gate.scopes = breakers.scopes_for(toolset, tool)
+    if gate.needs_approval and not asks:
+        return  # refused without asking anyway: nothing to look up
+    board = breakers.Breakers(redis)
+    verdict = board.allow(gate.scopes, lease_s=_lease_s(tool), claim=not gate.needs_approval)
+    if verdict.allowed:
+        gate.probes = verdict.probes
+    else:
+        gate.needs_approval = False
+        gate.error = ToolError("circuit_open", verdict.message(tool.display_name, board.clock()), retryable=True)
+
+
 @functools.partial(database_sync_to_async, thread_sensitive=False)
-def _finish_record(record: ToolExecution, execution: Execution, attempts: int) -> None:
+def _finish_record(record: ToolExecution, execution: Execution, attempts: int, gate: _Gate) -> None:
+    from core.redis_client import sync_client
+
     record.finished_at = timezone.now()
     record.duration_ms = execution.duration_ms
     record.attempts = attempts
+    record.approval = execution.approval
     if execution.error is None:
         record.status = ToolExecution.Status.SUCCESS
         record.result = _jsonable(execution.result)
@@ -313,9 +501,42 @@ def _finish_record(record: ToolExecution, execution: Execution, attempts: int) -
         record.status = ToolExecution.Status.ERROR
         record.error = execution.error.full_message.replace("\x00", "\\u0000")
         record.error_type = execution.error.type
+    if execution.cached_at is not None:
+        record.cache_hit, record.cached_at = True, execution.cached_at
     record.save(
-        update_fields=["finished_at", "duration_ms", "attempts", "status", "result", "error", "error_type", "sources"]
+        update_fields=[
+            "finished_at",
+            "duration_ms",
+            "attempts",
+            "status",
+            "result",
+            "error",
+            "error_type",
+            "sources",
+            "approval",
+            "cache_hit",
+            "cached_at",
+        ]
     )
+    if attempts and gate.scopes:
+        # Only calls that ran count; a failure that was not the tool's fault still settles a probe.
+        fault = execution.error is not None and execution.error.fault
+        try:
+            breakers.Breakers().record(gate.scopes, ok=not fault, probes=gate.probes)
+        except Exception:  # the breaker is advice: a Redis hiccup must not fail the call
+            log.warning("Recording a call in the circuit breaker failed", exc_info=True)
+    if execution.error is None and attempts and gate.cache_key:
+        try:
+            results_cache.put(
+                sync_client(),
+                gate.cache_key,
+                record.result,
+                ttl_s=gate.cache_ttl_s,
+                execution_id=record.pk,
+                at=record.started_at,
+            )
+        except Exception:
+            log.warning("Storing a result in the cache failed", exc_info=True)
 
 
 def _storable(value: Any) -> Any:

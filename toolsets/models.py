@@ -5,6 +5,7 @@ import secrets
 from typing import Any
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db import models
 
 from core.crypto import EncryptedTextField
@@ -44,6 +45,12 @@ class ToolExecution(models.Model):
     # What the result was drawn from, numbered for citation within its turn:
     # [{"n", "title", "url", "kind", "snippet"}].
     sources = models.JSONField(default=list, blank=True)
+    # Tool policy: the policy the call ran under, how an "ask" was answered, and whether the
+    # result came from the result cache (with the time of the call that produced it).
+    policy = models.CharField(max_length=10, blank=True, default="")
+    approval = models.CharField(max_length=20, blank=True, default="", db_index=True)
+    cache_hit = models.BooleanField(default=False, db_index=True)
+    cached_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-started_at"]
@@ -51,6 +58,13 @@ class ToolExecution(models.Model):
 
     def __str__(self) -> str:
         return f"{self.toolset}.{self.tool} ({self.status})"
+
+
+POLICY_CHOICES = [
+    ("auto", "Auto — run"),
+    ("ask", "Ask — the user approves each call"),
+    ("deny", "Deny — never offered"),
+]
 
 
 class ToolsetConfig(models.Model):
@@ -62,6 +76,12 @@ class ToolsetConfig(models.Model):
     settings = models.JSONField(default=dict, blank=True, help_text='e.g. {"base_url": "https://api.exa.ai"}')
     rate_limit_per_minute = models.PositiveIntegerField(
         default=60, help_text="Calls per user per minute for each tool of this toolset (0 = unlimited)."
+    )
+    policy = models.CharField(
+        max_length=10,
+        blank=True,
+        choices=POLICY_CHOICES,
+        help_text="For all its tools, unless a tool's own policy is set. Blank: each tool's declared default.",
     )
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -104,6 +124,11 @@ class ApiToken(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    # Chosen when the token is created, never later: calls with this token may run "ask" tools
+    # when the request also says `"approve": true`.
+    can_approve = models.BooleanField(
+        "may approve ask tools", default=False, help_text="Calls may run tools whose policy is Ask."
+    )
 
     class Meta:
         ordering = ["-created_at"]
@@ -116,9 +141,11 @@ class ApiToken(models.Model):
         return hashlib.sha256(token.encode()).hexdigest()
 
     @classmethod
-    def issue(cls, user: Any, name: str) -> tuple[ApiToken, str]:
+    def issue(cls, user: Any, name: str, *, can_approve: bool = False) -> tuple[ApiToken, str]:
         token = cls.PREFIX + secrets.token_urlsafe(32)
-        record = cls.objects.create(user=user, name=name, token_hash=cls.hash(token), hint=token[-4:])
+        record = cls.objects.create(
+            user=user, name=name, token_hash=cls.hash(token), hint=token[-4:], can_approve=can_approve
+        )
         return record, token
 
     @classmethod
@@ -139,3 +166,103 @@ def ensure_configs() -> None:
     missing = [ToolsetConfig(toolset_id=tid) for tid in all_toolsets() if tid not in existing]
     if missing:
         ToolsetConfig.objects.bulk_create(missing, ignore_conflicts=True)
+
+
+class ToolRule(models.Model):
+    """Admin level, one per registered tool: its policy and whether its results may be cached.
+    Rows are created for every tool the first time the admin list is shown."""
+
+    toolset_id = models.CharField("toolset", max_length=100)
+    tool = models.CharField(max_length=100)
+    policy = models.CharField(
+        max_length=10,
+        blank=True,
+        choices=POLICY_CHOICES,
+        help_text="Blank: the toolset's policy, else the tool's declared default.",
+    )
+    cache_enabled = models.BooleanField(
+        "caching", default=True, help_text="Off: never reuse a result of this tool, whatever it declares."
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["toolset_id", "tool"]
+        verbose_name = "tool policy"
+        verbose_name_plural = "tool policies"
+        constraints = [models.UniqueConstraint(fields=["toolset_id", "tool"], name="one_rule_per_tool")]
+
+    def __str__(self) -> str:
+        return f"{self.toolset_id}.{self.tool}"
+
+
+class UserToolPolicy(models.Model):
+    """User level: a user's own, stricter policy for one tool ("ask" or "deny")."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="tool_policies")
+    toolset_id = models.CharField(max_length=100)
+    tool = models.CharField(max_length=100)
+    policy = models.CharField(max_length=10, choices=[("ask", "Ask"), ("deny", "Deny")])
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = "user tool policy"
+        verbose_name_plural = "user tool policies"
+        constraints = [models.UniqueConstraint(fields=["user", "toolset_id", "tool"], name="one_policy_per_user_tool")]
+
+    def __str__(self) -> str:
+        return f"{self.user} · {self.toolset_id}.{self.tool}: {self.policy}"
+
+
+class ChatToolAllowance(models.Model):
+    """ "Always allow this tool in this chat": an "ask" tool runs without asking in that chat."""
+
+    chat = models.ForeignKey("chat.Chat", on_delete=models.CASCADE, related_name="tool_allowances")
+    toolset_id = models.CharField(max_length=100)
+    tool = models.CharField(max_length=100)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["chat", "toolset_id", "tool"], name="one_allowance_per_chat_tool")
+        ]
+
+    def __str__(self) -> str:
+        return f"chat {self.chat_id} · {self.toolset_id}.{self.tool}"
+
+
+class PolicySettings(models.Model):
+    """One row: the approval timeout and the circuit breakers' thresholds."""
+
+    CACHE_KEY = "tessera:policy-settings"
+
+    approval_timeout_s = models.PositiveIntegerField(
+        "approval timeout (seconds)", default=600, help_text="An unanswered approval counts as denied after this."
+    )
+    breaker_failures = models.PositiveIntegerField(
+        "failures to open a breaker", default=5, help_text="Failures of one tool within the window that open it."
+    )
+    breaker_window_s = models.PositiveIntegerField("failure window (seconds)", default=60)
+    breaker_cooldown_s = models.PositiveIntegerField(
+        "cool-down (seconds)", default=30, help_text="How long an open breaker fails calls before one probe call."
+    )
+
+    class Meta:
+        verbose_name = "tool policy settings"
+        verbose_name_plural = "tool policy settings"
+
+    def __str__(self) -> str:
+        return "Tool policy settings"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        self.pk = 1
+        super().save(*args, **kwargs)
+        cache.delete(self.CACHE_KEY)
+
+    @classmethod
+    def load(cls) -> PolicySettings:
+        # Read on every tool call: kept in the shared cache, dropped on save.
+        found = cache.get(cls.CACHE_KEY)
+        if not isinstance(found, cls):
+            found = cls.objects.filter(pk=1).first() or cls(pk=1)
+            cache.set(cls.CACHE_KEY, found, 300)
+        return found

@@ -11,9 +11,11 @@ urlpatterns = [
     path("tokens/", views.create_token, name="create_token"),
     path("tokens/<id:token_id>/revoke/", views.revoke_token, name="revoke_token"),
     path("executions/<id:execution_id>/", views.execution_detail, name="execution"),
+    path("approvals/<str:approval_id>/", views.answer_approval, name="approval"),
     path("mcp/", include("toolsets.mcp.urls")),
     path("<str:toolset_id>/enabled/", views.set_enabled, name="set_enabled"),
     path("<str:toolset_id>/key/", views.save_key, name="save_key"),
+    path("<str:toolset_id>/policy/", views.set_tool_policy, name="set_tool_policy"),
     path("<str:toolset_id>/setup/", views.run_setup, name="setup"),
     path("<str:toolset_id>/execute/<str:method>", api.execute, name="execute"),
 ]

@@ -4,25 +4,39 @@ import json
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponse
+from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from core.http import AuthedRequest
+from core.redis_client import sync_client
 
-from . import availability
-from .models import ApiToken, ToolExecution, UserToolsetConfig
+from . import availability, policy
+from .base import Toolset
+from .models import ApiToken, ChatToolAllowance, ToolExecution, UserToolPolicy, UserToolsetConfig
+from .policy import approval
 from .registry import get_toolset
 
 MAX_KEY_LENGTH = 500
+
+
+def _tool_rows(toolset: Toolset, book: policy.PolicyBook) -> list[dict[str, Any]]:
+    """Each tool of a toolset with its policy for this user and the choices they have."""
+    rows = []
+    for tool in toolset.tools:
+        found = book.get(toolset, tool)
+        choices = [(p, policy.LABELS[p]) for p in found.user_choices]
+        rows.append({"tool": tool, "policy": found.policy, "choices": choices, "locked": len(choices) == 1})
+    return rows
 
 
 def _card(request: AuthedRequest, toolset_id: str, **extra: Any) -> HttpResponse:
     state = availability.for_toolset(request.user.pk, toolset_id)
     if state is None:
         raise Http404
-    return render(request, "toolsets/_toolset_card.html", {"state": state, **extra})
+    tool_rows = _tool_rows(state.toolset, policy.PolicyBook(request.user.pk))
+    return render(request, "toolsets/_toolset_card.html", {"state": state, "tool_rows": tool_rows, **extra})
 
 
 def _config(request: AuthedRequest, toolset_id: str) -> UserToolsetConfig:
@@ -39,8 +53,70 @@ def _config(request: AuthedRequest, toolset_id: str) -> UserToolsetConfig:
 @require_GET
 def settings_page(request: AuthedRequest) -> HttpResponse:
     states = list(availability.for_user(request.user.pk).values())
+    book = policy.PolicyBook(request.user.pk)
+    cards = [(state, _tool_rows(state.toolset, book)) for state in states]
     tokens = ApiToken.objects.filter(user=request.user, revoked_at=None)
-    return render(request, "toolsets/settings.html", {"states": states, "tokens": tokens})
+    return render(request, "toolsets/settings.html", {"cards": cards, "tokens": tokens})
+
+
+@login_required
+@require_POST
+def set_tool_policy(request: AuthedRequest, toolset_id: str) -> HttpResponse:
+    """A user's own policy for one tool: as strict as the administrator's, or stricter."""
+    toolset = get_toolset(toolset_id)
+    tool = toolset.get(request.POST.get("tool", "")) if toolset else None
+    if toolset is None or tool is None:
+        raise Http404
+    chosen = request.POST.get("policy", "")
+    found = policy.PolicyBook(None).get(toolset, tool)  # without the user's own choice
+    if chosen not in found.user_choices:
+        return HttpResponse(
+            f"{tool.display_name}: choose one of {', '.join(policy.LABELS[p] for p in found.user_choices)}; "
+            "you can make a tool stricter than the administrator's policy, never looser.",
+            status=400,
+        )
+    if chosen == found.admin_policy:
+        UserToolPolicy.objects.filter(user=request.user, toolset_id=toolset_id, tool=tool.name).delete()
+    else:
+        UserToolPolicy.objects.update_or_create(
+            user=request.user, toolset_id=toolset_id, tool=tool.name, defaults={"policy": chosen}
+        )
+    return _card(request, toolset_id, tools_open=True, policy_message=f"{tool.display_name}: {policy.LABELS[chosen]}.")
+
+
+@login_required
+@require_POST
+def answer_approval(request: AuthedRequest, approval_id: str) -> HttpResponse:
+    """Approve or Deny on an approval card (any tab of the chat's owner; the first answer wins)."""
+    from chat.models import Chat, Turn
+
+    found = approval.pending(sync_client(), approval_id)
+    running = found is not None and (
+        Turn.objects.filter(
+            pk=found["turn_id"], chat_id=found["chat_id"], chat__owner=request.user, status=Turn.Status.RUNNING
+        ).exists()
+    )
+    if found is None or not running or found.get("user_id") != request.user.pk:
+        # Also for someone else's approval: it is not theirs to know about.
+        return _answer(404, "This call is no longer waiting for an answer.")
+    decision = request.POST.get("decision", "")
+    if decision not in ("approve", "deny"):
+        return _answer(400, "Choose Approve or Deny.")
+    reason = " ".join(request.POST.get("reason", "").split())
+    if len(reason) > approval.MAX_REASON or not reason.isprintable():
+        return _answer(400, f"The reason must be printable text of at most {approval.MAX_REASON} characters.")
+    approved = decision == "approve"
+    always = approved and request.POST.get("always") in ("1", "on", "true")
+    if not approval.answer(sync_client(), approval_id, approved=approved, reason=reason, always=always):
+        return _answer(409, "This call was already answered.")
+    if always:
+        chat = Chat.objects.get(pk=found["chat_id"])
+        ChatToolAllowance.objects.get_or_create(chat=chat, toolset_id=found["toolset_id"], tool=found["tool"])
+    return _answer(200, "Approved." if approved else "Denied.")
+
+
+def _answer(status: int, message: str) -> JsonResponse:
+    return JsonResponse({"ok": status == 200, "message": message}, status=status)
 
 
 @login_required
@@ -92,7 +168,9 @@ def create_token(request: AuthedRequest) -> HttpResponse:
     name = " ".join(request.POST.get("name", "").split())[:100] or "API token"
     if not name.isprintable():
         return HttpResponse("A token name can only hold printable characters.", status=400)
-    record, token = ApiToken.issue(request.user, name)
+    # Fixed at creation: a token either may run "ask" tools (each call still says so) or never.
+    can_approve = request.POST.get("can_approve") in ("1", "on", "true")
+    record, token = ApiToken.issue(request.user, name, can_approve=can_approve)
     tokens = ApiToken.objects.filter(user=request.user, revoked_at=None)
     return render(request, "toolsets/_tokens.html", {"tokens": tokens, "new_token": token, "new_record": record})
 

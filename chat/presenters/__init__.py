@@ -5,6 +5,7 @@ turn and from its `LiveTurn` for a running one; fragments (what the worker pushe
 very same partials. The page, a reconnect and the live stream therefore show the same thing.
 """
 
+from .approval import approval
 from .cards import (
     RESULT_DISPLAY_LIMIT,
     STATUS_LABELS,
@@ -31,6 +32,7 @@ __all__ = [
     "RESULT_DISPLAY_LIMIT",
     "STATUS_LABELS",
     "StepText",
+    "approval",
     "card",
     "card_fragment",
     "card_from_execution",

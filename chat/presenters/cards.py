@@ -14,11 +14,13 @@ from toolsets.registry import get_toolset, resolve
 from .. import dom, summaries, tool_content
 from ..agents.base import DELEGATE_PREFIX
 from ..agents.registry import builtin_agents
+from . import approval as approval_view
 
 RESULT_DISPLAY_LIMIT = 20_000
 STATUS_LABELS = {
     "pending": "Calling...",
     "calling": "Calling...",
+    "waiting": "Needs approval",
     "success": "Completed",
     "error": "Error",
     "cancelled": "Stopped",
@@ -77,6 +79,8 @@ def card(
     progress_percent: float | None = None,
     execution_id: int | None = None,
     delegation: dict[str, Any] | None = None,
+    approval: dict[str, Any] | None = None,
+    cached_at: str | None = None,
 ) -> dict[str, Any]:
     """A tool card's view. `turn_id` is the id prefix of the steps it belongs to (a turn's id,
     or a subagent's lane prefix, see chat.dom.lane)."""
@@ -85,7 +89,9 @@ def card(
     display_name = tool_display_name(name)
     result_text = "" if result is None else pretty_json(result)
     truncated = len(result_text) > RESULT_DISPLAY_LIMIT
-    if status in ("pending", "calling"):
+    if status == "waiting":
+        summary = "Waiting for your approval"
+    elif status in ("pending", "calling"):
         summary = progress_text or summaries.status_text(tool, display_name, arguments if status == "calling" else None)
     elif status == "success":
         summary = summaries.summarize(tool, result)
@@ -116,6 +122,11 @@ def card(
         "connect_url": connect_url,
         "connect_label": connect_label,
         "delegation": delegation,
+        # Tool policy: the question of an "ask" call waiting for the user (chat/_approval.html),
+        # and for a result reused from the cache, when the call that produced it ran.
+        "approval": approval if status == "waiting" else None,
+        "cached_at": cached_at,
+        "cached_text": approval_view.cached_text(cached_at) if cached_at else "",
     }
 
 
@@ -184,4 +195,7 @@ def card_from_execution(
         duration_ms=None if delegated and status == "cancelled" else execution.duration_ms,
         execution_id=execution.pk,
         delegation=delegated,
+        cached_at=execution.cached_at.isoformat()
+        if getattr(execution, "cache_hit", False) and execution.cached_at
+        else None,
     )

@@ -43,7 +43,7 @@ def flaky_read() -> str:
     raise ConnectionError("upstream unreachable")
 
 
-@tool(side_effects=True)
+@tool(side_effects=True, policy="auto")
 def flaky_write() -> str:
     """A tool with side effects whose upstream is down."""
     _count("flaky_write")
@@ -65,7 +65,7 @@ def throttled() -> str:
     raise ToolFailure("Quota exhausted for now", error_type="rate_limit_error", retryable=True)
 
 
-@tool(timeout_s=0.05, side_effects=True)
+@tool(timeout_s=0.05, side_effects=True, policy="auto")
 async def slow_async() -> str:
     """Takes far longer than its timeout."""
     _count("slow_async")
@@ -73,7 +73,7 @@ async def slow_async() -> str:
     return "late"
 
 
-@tool(timeout_s=0.05, side_effects=True)
+@tool(timeout_s=0.05, side_effects=True, policy="auto")
 def slow_sync() -> str:
     """Blocks its thread past its timeout."""
     _count("slow_sync")

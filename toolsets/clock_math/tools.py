@@ -20,6 +20,7 @@ def _time_summary(result: Any) -> str:
 @tool(
     display_name="Current time",
     timeout_s=5,
+    cache_ttl_s=0,  # the time is never reused
     summarize=_time_summary,
     status_text=lambda args: f"Checking the time in {args.get('timezone', 'UTC')}…",
 )

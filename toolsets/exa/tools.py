@@ -108,6 +108,9 @@ def _cap(num_results: int) -> int:
 @tool(
     display_name="Search",
     timeout_s=20,
+    # The same search within 10 minutes gets the same results (per Exa key).
+    cache_ttl_s=600,
+    cache_public=True,
     summarize=lambda result: f"{plural(len(result['results']), 'result')} for “{result['query']}”",
     sources=lambda result: _page_sources(result.get("results")),
     status_text=lambda args: f"Searching the web for “{args.get('query', '')}”…",
@@ -133,6 +136,8 @@ async def search(
 @tool(
     display_name="Find similar",
     timeout_s=20,
+    cache_ttl_s=600,
+    cache_public=True,
     summarize=lambda result: f"{plural(len(result['results']), 'page')} similar to {url_host(result['url'])}",
     sources=lambda result: _page_sources(result.get("results")),
     status_text=lambda args: f"Finding pages similar to {url_host(args.get('url', ''))}…",
@@ -170,6 +175,8 @@ def _contents_status(args: dict[str, Any]) -> str:
 @tool(
     display_name="Get contents",
     timeout_s=30,
+    cache_ttl_s=300,
+    cache_public=True,
     summarize=_contents_summary,
     sources=lambda result: _page_sources(result.get("results")),
     status_text=_contents_status,

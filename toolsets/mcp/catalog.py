@@ -199,6 +199,8 @@ def _toolset(server: MCPServer, spec: ServerSpec, health: Health) -> Toolset:
         enabled=server.enabled,
         status_check=health.status,
         card_template="toolsets/mcp/_card.html",
+        # One server behind all the tools: its failures also open one breaker for all of them.
+        shared_breaker=True,
     )
 
 
@@ -218,7 +220,8 @@ def _tool(spec: ServerSpec, key: str, listed: dict[str, Any]) -> Tool:
         description=listed.get("description") or humanize(original),
         parameters=listed.get("inputSchema") or {"type": "object"},
         timeout_s=spec.timeout_s,
-        # Only a tool the server calls read-only is retried after a transient failure.
+        # Only a tool the server calls read-only is retried after a transient failure, and runs
+        # without asking: the others' policy defaults to Ask (toolsets.policy).
         side_effects=annotations.get("readOnlyHint") is not True,
         summarize=results.summary,
         wants_context=True,

@@ -331,6 +331,10 @@ def _summary(result: Any) -> str:
     display_name="Fetch page",
     timeout_s=20,
     side_effects=False,
+    # Pages change: a fetch is reused for 5 minutes. Only public addresses are fetched, so
+    # the result is the same for every user.
+    cache_ttl_s=300,
+    cache_public=True,
     summarize=_summary,
     status_text=lambda args: f"Fetching {url_host(str(args.get('url', '')))}…",
     sources=lambda result: [source(result.get("title"), url=result.get("url"), snippet=result.get("text"))],

@@ -129,6 +129,7 @@ def get_task(ctx: ToolContext, task_id: Annotated[int, "The task's id"]) -> dict
     display_name="Create task",
     timeout_s=10,
     side_effects=True,
+    policy="ask",
     summarize=lambda r: f"Created “{r['name']}” in {r['project']}",
     status_text=lambda args: f"Creating task “{args.get('name', '')}”…",
 )
@@ -158,6 +159,7 @@ def create_task(
     display_name="Update task",
     timeout_s=10,
     side_effects=True,
+    policy="ask",
     summarize=lambda r: f"Updated “{r['name']}” ({r['status']}, {r['priority']})",
     status_text=lambda args: f"Updating task #{args.get('task_id', '')}…",
 )
@@ -334,6 +336,7 @@ def get_meeting(ctx: ToolContext, meeting_id: Annotated[int, "The meeting's id"]
     display_name="Draft social post",
     timeout_s=10,
     side_effects=True,
+    policy="ask",
     summarize=lambda r: f"Saved a {r['platformName']} draft ({plural(r['characters'], 'character')})",
     status_text=lambda args: f"Saving a {POST_NAMES.get(args.get('platform', ''), 'social')} draft…",
 )
