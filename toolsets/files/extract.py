@@ -246,7 +246,8 @@ def extract_pdf(data: bytes, limits: Limits) -> Extracted:
             raise ExtractError("This PDF is protected by a password; attach an unprotected copy.")
         # The count the page tree declares, before walking it (walking a million pages is the
         # attack); a tree that understates it is still bounded by the sandbox's limits.
-        declared = reader.trailer["/Root"]["/Pages"].get("/Count", 0)
+        pages_node: Any = reader.root_object.get("/Pages")
+        declared = pages_node.get_object().get("/Count", 0) if pages_node is not None else 0
         if isinstance(declared, int) and declared > limits.max_pages:
             raise ExtractError(too_many.format(declared, limits.max_pages))
         count = len(reader.pages)

@@ -83,7 +83,8 @@ def docx_xml(paragraphs: list[str], heading: str = "") -> bytes:
         body += f'<w:p><w:r><w:t xml:space="preserve">{text}</w:t></w:r></w:p>'
     body += "<w:tbl><w:tr><w:tc><w:p><w:r><w:t>Cell A</w:t></w:r></w:p></w:tc>"
     body += "<w:tc><w:p><w:r><w:t>Cell B</w:t></w:r></w:p></w:tc></w:tr></w:tbl>"
-    return f'<?xml version="1.0" encoding="UTF-8"?><w:document xmlns:w="{W_NS}"><w:body>{body}</w:body></w:document>'.encode()
+    head = f'<?xml version="1.0" encoding="UTF-8"?><w:document xmlns:w="{W_NS}">'
+    return f"{head}<w:body>{body}</w:body></w:document>".encode()
 
 
 def docx(paragraphs: list[str], heading: str = "", document: bytes | None = None) -> bytes:
@@ -101,7 +102,9 @@ def zip_bomb_docx() -> bytes:
 
 
 def billion_laughs_docx() -> bytes:
-    entities = '<!ENTITY a "ha">' + "".join(f'<!ENTITY {chr(98 + i)} "{("&" + chr(97 + i) + ";") * 10}">' for i in range(8))
+    entities = '<!ENTITY a "ha">' + "".join(
+        f'<!ENTITY {chr(98 + i)} "{("&" + chr(97 + i) + ";") * 10}">' for i in range(8)
+    )
     document = (
         f'<?xml version="1.0"?><!DOCTYPE w:document [{entities}]>'
         f'<w:document xmlns:w="{W_NS}"><w:body><w:p><w:r><w:t>&i;</w:t></w:r></w:p></w:body></w:document>'

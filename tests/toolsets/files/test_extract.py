@@ -59,7 +59,7 @@ def test_broken_html_still_gives_text() -> None:
 
 
 def test_invalid_utf8_is_a_clear_error() -> None:
-    with pytest.raises(ExtractError, match="not valid UTF-8 text .*0xff at position 6"):
+    with pytest.raises(ExtractError, match=r"not valid UTF-8 text .*0xff at position 6"):
         extract(b"hello \xff world", "text")
 
 
@@ -92,7 +92,6 @@ def test_pdf_text_by_page() -> None:
 def test_pdf_with_a_million_pages_is_refused_before_walking_them() -> None:
     with pytest.raises(ExtractError, match="1,000,000 pages; Tessera reads at most 2,000"):
         extract(samples.million_page_pdf(), "pdf", limits=Limits(max_pages=2000))
-
 
 
 def test_broken_pdf_is_a_clear_error() -> None:
