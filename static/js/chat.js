@@ -124,6 +124,59 @@
     composer().requestSubmit();
   }
 
+  // --- Approval cards: Approve / Deny on a tool call that waits for the user ---------------------
+  // The answer is a POST (checked against the chat's owner); the card's new state arrives over
+  // the socket, in every open tab. Found by their data attributes and the box's own id, which
+  // model and tool output cannot carry.
+  var APPROVALS = "/toolsets/approvals/";
+  function csrfToken() {
+    try { return JSON.parse(document.body.getAttribute("hx-headers") || "{}")["X-CSRFToken"] || ""; } catch (err) { return ""; }
+  }
+  function approvalBox(button) {
+    var box = button.closest("[data-approval]");
+    if (!box || box.id !== "approval-" + box.dataset.approval) return null;
+    var url = box.dataset.approvalUrl || "";
+    return url.indexOf(APPROVALS) === 0 ? box : null;
+  }
+  function answerApproval(button) {
+    var box = approvalBox(button);
+    if (!box) return;
+    var buttons = box.querySelectorAll("button[data-approval-action]");
+    var error = box.querySelector("[data-approval-error]");
+    var reason = box.querySelector("input[data-approval-reason]");
+    var always = box.querySelector("input[data-approval-always]");
+    var body = new URLSearchParams();
+    body.set("decision", button.dataset.approvalAction);
+    if (reason && reason.value.trim()) body.set("reason", reason.value.trim());
+    if (always && always.checked) body.set("always", "1");
+    function settle(text, failed) {
+      box.removeAttribute("aria-busy");
+      buttons.forEach(function (b) { b.disabled = !failed; });
+      if (error) { error.textContent = text; error.hidden = !text; }
+      if (failed) button.focus();
+    }
+    buttons.forEach(function (b) { b.disabled = true; });
+    box.setAttribute("aria-busy", "true");
+    fetch(box.dataset.approvalUrl, {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { "X-CSRFToken": csrfToken(), "Content-Type": "application/x-www-form-urlencoded" },
+      body: body.toString(),
+    }).then(function (response) {
+      return response.json().catch(function () { return {}; }).then(function (data) {
+        if (response.ok) {
+          settle("", false);
+          var status = box.querySelector("[data-approval-status]");
+          if (status) status.textContent = data.message || "Answer sent.";
+          return;
+        }
+        settle(data.message || "Could not send your answer. Try again.", true);
+      });
+    }).catch(function () {
+      settle("Could not reach Tessera. Check your connection and try again.", true);
+    });
+  }
+
   // --- The one click listener -------------------------------------------------------------------
   document.addEventListener("click", function (e) {
     var target = e.target;
@@ -143,6 +196,9 @@
 
     var suggestion = inside("empty-state", target) && target.closest("button[data-suggest]");
     if (suggestion) { suggest(suggestion); return; }
+
+    var answer = target.closest("button[data-approval-action]");
+    if (answer) { answerApproval(answer); return; }
 
     var action = target.closest("[data-action]");
     if (action && ACTIONS[action.dataset.action]) ACTIONS[action.dataset.action]();
