@@ -2,7 +2,7 @@ from django.urls import path
 
 import core.converters  # noqa: F401 - registers the <id:…> converter
 
-from . import views
+from . import manage, views
 
 app_name = "chat"
 
@@ -19,4 +19,8 @@ urlpatterns = [
     path("chats/<id:chat_id>/settings/", views.update_settings, name="settings"),
     path("chats/tools/", views.update_default_tools, name="default_tools"),
     path("turns/<id:turn_id>/continue/", views.continue_answer, name="continue"),
+    path("chats/manage/", manage.manage, name="manage"),
+    path("chats/delete/", manage.delete_many, name="delete_many"),
+    path("chats/<id:chat_id>/export.md", manage.export_markdown, name="export_md"),
+    path("chats/<id:chat_id>/export.json", manage.export_json, name="export_json"),
 ]

@@ -97,6 +97,8 @@ INSTALLED_APPS = [
     "django_htmx",
     "channels",
     "chat",
+    "chat.search",
+    "chat.accounts",
     "toolsets",
     "toolsets.workspace",
     "toolsets.mcp",

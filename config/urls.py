@@ -4,6 +4,7 @@ from django.templatetags.static import static
 from django.urls import include, path
 from django.views.generic import RedirectView
 
+from chat.accounts import views as account_views
 from core import health, overview
 
 urlpatterns = [
@@ -14,9 +15,11 @@ urlpatterns = [
     path("metrics", health.metrics, name="metrics"),
     path("admin/overview/", admin.site.admin_view(overview.overview), name="admin-overview"),
     path("admin/", admin.site.urls),
-    path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
+    path("login/", account_views.Login.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("toolsets/", include("toolsets.urls")),
     path("files/", include("toolsets.files.urls")),
+    path("search/", include("chat.search.urls")),
+    path("", include("chat.accounts.urls")),
     path("", include("chat.urls")),
 ]

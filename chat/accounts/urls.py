@@ -1,0 +1,12 @@
+from django.urls import path
+
+from . import views
+
+app_name = "accounts"
+
+urlpatterns = [
+    path("signup/", views.signup, name="signup"),
+    path("account/", views.account, name="account"),
+    path("account/password/", views.PasswordChange.as_view(), name="password_change"),
+    path("account/password/done/", views.PasswordChangeDone.as_view(), name="password_change_done"),
+]

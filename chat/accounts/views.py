@@ -1,0 +1,75 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth import login
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.views import LoginView, PasswordChangeDoneView, PasswordChangeView
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse_lazy
+from django.views.decorators.http import require_http_methods
+
+from core.http import AuthedRequest
+
+from . import ratelimit
+from .forms import NameForm, SignupForm
+from .models import AccountSettings
+
+SIGNUPS_PER_HOUR = 10
+
+
+@require_http_methods(["GET", "POST"])
+def signup(request: HttpRequest) -> HttpResponse:
+    if not AccountSettings.load().open_signup:
+        return render(request, "accounts/signup.html", {"closed": True}, status=404)
+    if request.user.is_authenticated:
+        return redirect("chat:home")
+    form = SignupForm(request.POST or None)
+    if request.method == "POST":
+        # Counted before validation: a script guessing through usernames is slowed down too.
+        if not ratelimit.allow("signup", ratelimit.client_address(request), SIGNUPS_PER_HOUR):
+            form.add_error(None, "Too many sign-up attempts from your address. Try again in an hour.")
+            return render(request, "accounts/signup.html", {"form": form}, status=429)
+        if form.is_valid():
+            user = form.save()
+            login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+            return redirect("chat:home")
+        return render(request, "accounts/signup.html", {"form": form}, status=400)
+    return render(request, "accounts/signup.html", {"form": form})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def account(request: AuthedRequest) -> HttpResponse:
+    user = request.user
+    form = NameForm(request.POST or None, initial={"name": user.get_full_name()})
+    if request.method == "POST":
+        if not form.is_valid():
+            return render(request, "accounts/account.html", {"form": form}, status=400)
+        user.first_name, user.last_name = form.cleaned_data["name"], ""
+        user.save(update_fields=["first_name", "last_name"])
+        messages.success(request, "Your name is saved.")
+        return redirect("accounts:account")
+    return render(request, "accounts/account.html", {"form": form})
+
+
+class PasswordChange(PasswordChangeView):
+    template_name = "accounts/password_change.html"
+    success_url = reverse_lazy("accounts:password_change_done")
+
+
+class PasswordChangeDone(PasswordChangeDoneView):
+    template_name = "accounts/password_change_done.html"
+
+
+class Login(LoginView):
+    """Django's sign-in, with a link to the sign-up page while sign-up is open."""
+
+    redirect_authenticated_user = True
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        context = super().get_context_data(**kwargs)
+        context["open_signup"] = AccountSettings.load().open_signup
+        return context
