@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from .components import prompt_documentation
 
@@ -34,6 +35,20 @@ CONTINUE_PROMPT = (
 )
 
 
-def system_prompt(now: datetime) -> str:
+# On a line of its own, so the offline demo model can read it too (chat/demo/planner.py).
+USER_NAME_LINE = "The user's name is {name}."
+
+
+def user_name(user: Any) -> str:
+    """What the assistant calls a user: their name from their account page, else their
+    username (the Workspace sample data assigns "my" tasks to the same)."""
+    return str(user.get_full_name() or user.get_username())
+
+
+def system_prompt(now: datetime, name: str = "") -> str:
     # The component documentation is full of braces: it is appended, not formatted.
-    return f"{BASE.format(today=now.strftime('%A, %-d %B %Y'))}\n\n{prompt_documentation()}"
+    base = BASE.format(today=now.strftime("%A, %-d %B %Y"))
+    name = " ".join(name.split())
+    if name:
+        base += "\n" + USER_NAME_LINE.format(name=name)
+    return f"{base}\n\n{prompt_documentation()}"

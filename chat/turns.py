@@ -26,7 +26,7 @@ from .delegation import Delegator
 from .events import FINAL_SEQ, send_fragment
 from .live import LiveTurn
 from .models import AppSettings, LLMModel, Turn
-from .prompts import system_prompt
+from .prompts import system_prompt, user_name
 from .streaming import TurnSink
 from .tools import ChatToolBox
 from .turn_store import INTERRUPTED_ERROR
@@ -128,7 +128,7 @@ async def _run_claimed(turn: Turn, redis: Any, watch: TurnWatch) -> None:
         if toolbox.skipped:
             await sink.notice("skipped", "Not available for this answer: " + ", ".join(toolbox.skipped) + ".")
         agent = Agent(_model(llm), toolbox, sink, cancel, max_iterations=chat_limit)
-        prompt = {"role": "system", "content": system_prompt(timezone.now())}
+        prompt = {"role": "system", "content": system_prompt(timezone.now(), user_name(chat.owner))}
         outcome = await agent.run([prompt, *messages])
         # Stopped by the worker's shutdown (its grace period ran out), not by the reader.
         await sink.finish(outcome, interrupted=turn.pk in watch.interrupted)

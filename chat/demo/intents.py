@@ -346,6 +346,13 @@ _MINE_RE = re.compile(
     r"\bmy\s+(?:\w+\s+)?(?:tasks|to-?dos|to-?do\s+list|plate|backlog)\b|\bassigned\s+to\s+(?:me|myself)\b",
     re.IGNORECASE,
 )
+
+
+def asks_for_own_tasks(message: str) -> bool:
+    """Whether the message asks for the user's own tasks: "my tasks", "on my plate", "assigned to me"."""
+    return bool(_MINE_RE.search(message))
+
+
 _ASSIGNEE_RE = re.compile(
     r"\b(?:assigned\s+to|owned\s+by)\s+(?P<first>[\w'’.-]+)(?:\s+(?P<second>[\w'’-]+))?", re.IGNORECASE
 )

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from . import answers, delegating
-from .intents import Intent, detect_intents
+from .intents import Intent, asks_for_own_tasks, detect_intents
 
 FAIL_BEFORE_TRIGGER = "[demo:fail-before]"
 FAIL_MID_TRIGGER = "[demo:fail-mid]"
@@ -114,6 +115,31 @@ def _call_id(index: int, name: str, arguments: str, messages: Sequence[Any]) -> 
     return f"call_demo_{index}_{digest}"
 
 
+# The line chat/prompts.py adds to the system prompt when it knows the user's name.
+_USER_NAME_RE = re.compile(r"^The user's name is (?P<name>.+)\.$", re.MULTILINE)
+
+
+def user_name(messages: Sequence[Any]) -> str:
+    for message in messages:
+        if value_of(message, "role") == "system":
+            found = _USER_NAME_RE.search(content_text(value_of(message, "content")))
+            if found:
+                return found.group("name").strip()
+    return ""
+
+
+def _for_user(intents: list[Intent], user_text: str, name: str) -> list[Intent]:
+    """A user's own tasks ("my tasks") are the ones assigned to their name, as a model told it would ask."""
+    if not name or not asks_for_own_tasks(user_text):
+        return intents
+    return [
+        replace(i, arguments={**i.arguments, "assignee": name})
+        if i.tool == "list_tasks" and not i.arguments.get("assignee")
+        else i
+        for i in intents
+    ]
+
+
 def plan_reply(messages: Sequence[Any], tools: Sequence[Any] | None, tool_choice: Any = None) -> Plan:
     offered = {} if tool_choice == "none" else offered_tools(tools)
     last = messages[-1] if messages else None
@@ -139,6 +165,7 @@ def plan_reply(messages: Sequence[Any], tools: Sequence[Any] | None, tool_choice
                 calls.append(PlannedCall(_call_id(index, name, arguments, messages), name, arguments))
             return Plan(tool_calls=tuple(calls))
         intents = detect_intents(user_text) or delegating.research_intents(user_text)
+        intents = _for_user(intents, user_text, user_name(messages))
         usable = [i for i in intents if (i.toolset, i.tool) in offered]
         if usable:
             calls = []
