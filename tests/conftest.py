@@ -47,6 +47,8 @@ def _clean_redis(redis_server: str) -> None:
         *client.scan_iter("tessera:turn:*"),
         *client.scan_iter("tessera:rl:*"),
         *client.scan_iter("tessera:cache:*"),
+        # Tool policy: circuit breakers, cached results, approvals.
+        *client.scan_iter("tessera:policy:*"),
     ]
     if keys:
         client.delete(*keys)

@@ -181,6 +181,7 @@ async def execute(
     execution.record_id = record.pk
     execution.availability = gate.availability
     execution.policy = gate.policy
+    execution.approval = gate.approval
     started = time.monotonic()
     attempts = 0
     if tool_ is None:
@@ -397,6 +398,7 @@ class _Gate:
     scopes: list[str] = field(default_factory=list)
     probes: tuple[str, ...] = ()
     arguments: dict[str, Any] = field(default_factory=dict)
+    approval: str = ""  # an "ask" settled before asking (allowed in this chat)
 
 
 @functools.partial(database_sync_to_async, thread_sensitive=False)
@@ -457,7 +459,9 @@ def _decide_run(
 ) -> None:
     """For a call that may run: does it need asking, is there a cached result, is the breaker
     open (claiming the probe now only if nobody has to be asked first)?"""
-    gate.needs_approval = resolved.policy == policy.ASK and not policy.allowed_in_chat(chat_id, toolset.id, tool.name)
+    allowed = resolved.policy == policy.ASK and policy.allowed_in_chat(chat_id, toolset.id, tool.name)
+    gate.needs_approval = resolved.policy == policy.ASK and not allowed
+    gate.approval = approvals.ALLOWED_IN_CHAT if allowed else ""
     gate.approval_timeout_s = float(settings.approval_timeout_s)
     if results_cache.cacheable(tool, enabled=resolved.cache_enabled):
         available = gate.availability

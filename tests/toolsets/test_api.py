@@ -226,3 +226,99 @@ def test_tool_executions_are_filterable_in_admin(user: Any) -> None:
         response = client.get("/admin/toolsets/toolexecution/" + query)
         assert response.status_code == 200, query
         assert "calculate" in response.content.decode(), query
+
+
+# --- Tool policy ----------------------------------------------------------------------------------
+
+
+@tool(side_effects=True)
+def note(text: Annotated[str, "Text to note"]) -> dict[str, str]:
+    """Note something down (a side effect: Ask by default)."""
+    return {"noted": text}
+
+
+@tool(policy="deny")
+def never() -> str:
+    """Never allowed."""
+    return "no"
+
+
+@pytest.fixture
+def policy_toolset(test_toolsets: dict[str, Toolset]) -> Toolset:
+    test_toolsets["notes"] = Toolset(id="notes", name="Notes", description="", tools=[note, never])
+    return test_toolsets["notes"]
+
+
+def test_an_ask_tool_is_refused_without_approval(user: Any, policy_toolset: Toolset) -> None:
+    token = token_for(user)
+    response = post(Client(), url("notes", "note"), {"params": {"text": "x"}}, Authorization=f"Bearer {token}")
+    assert response.status_code == 403
+    error = response.json()["error"]
+    assert error["type"] == "permission_denied" and error["policy"] == "ask"
+    assert "needs the user's approval" in error["message"]
+    assert ToolExecution.objects.get(tool="note").status == "error"
+
+
+def test_approve_needs_a_token_created_with_the_flag(user: Any, policy_toolset: Toolset) -> None:
+    plain = token_for(user)
+    body = {"params": {"text": "x"}, "approve": True}
+    refused = post(Client(), url("notes", "note"), body, Authorization=f"Bearer {plain}")
+    assert refused.status_code == 403 and "may not approve" in refused.json()["error"]["message"]
+    assert not ToolExecution.objects.filter(tool="note").exists()  # refused before anything ran
+
+    _, approver = ApiToken.issue(user, "ci", can_approve=True)
+    ok = post(Client(), url("notes", "note"), body, Authorization=f"Bearer {approver}")
+    assert ok.status_code == 200 and ok.json()["result"] == {"noted": "x"}
+    assert ToolExecution.objects.get(tool="note", status="success").approval == "pre_approved"
+    # The flag alone is not consent: each call must say so.
+    again = post(Client(), url("notes", "note"), {"params": {"text": "y"}}, Authorization=f"Bearer {approver}")
+    assert again.status_code == 403
+
+
+def test_approve_must_be_a_boolean(user: Any, policy_toolset: Toolset) -> None:
+    _, approver = ApiToken.issue(user, "ci", can_approve=True)
+    for value in ("true", 1, None, {"yes": True}):
+        response = post(
+            Client(),
+            url("notes", "note"),
+            {"params": {"text": "x"}, "approve": value},
+            Authorization=f"Bearer {approver}",
+        )
+        assert response.status_code == 400, value
+
+
+def test_the_users_own_session_may_approve(user: Any, policy_toolset: Toolset) -> None:
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(user)
+    client.get("/toolsets/")
+    csrf = client.cookies["csrftoken"].value
+    response = post(client, url("notes", "note"), {"params": {"text": "x"}, "approve": True}, **{"X-CSRFToken": csrf})
+    assert response.status_code == 200
+
+
+def test_a_denied_tool_is_refused_even_with_approval(user: Any, policy_toolset: Toolset) -> None:
+    _, approver = ApiToken.issue(user, "ci", can_approve=True)
+    response = post(Client(), url("notes", "never"), {"approve": True}, Authorization=f"Bearer {approver}")
+    assert response.status_code == 403 and response.json()["error"]["policy"] == "deny"
+
+
+def test_an_open_breaker_is_503(user: Any) -> None:
+    from toolsets.policy import breaker
+
+    board = breaker.Breakers()
+    for _ in range(5):
+        board.record([breaker.tool_scope("clock_math", "calculate")], ok=False)
+    token = token_for(user)
+    response = post(
+        Client(), url("clock_math", "calculate"), {"params": {"expression": "1"}}, Authorization=f"Bearer {token}"
+    )
+    assert response.status_code == 503
+    assert response.json()["error"]["type"] == "circuit_open" and response.json()["error"]["retryable"] is True
+
+
+def test_tokens_page_creates_an_approving_token(user: Any) -> None:
+    client = Client()
+    client.force_login(user)
+    client.post("/toolsets/tokens/", {"name": "plain"})
+    client.post("/toolsets/tokens/", {"name": "deploy", "can_approve": "1"})
+    assert dict(ApiToken.objects.values_list("name", "can_approve")) == {"plain": False, "deploy": True}
