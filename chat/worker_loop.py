@@ -257,3 +257,8 @@ def shutdown() -> None:
         if _current is not None and _pid == os.getpid():
             _current.stop()
         _current = None
+
+
+def draining() -> bool:
+    """Whether this process got SIGTERM: it starts no new turn."""
+    return _current is not None and _pid == os.getpid() and _current.draining

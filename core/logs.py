@@ -54,8 +54,7 @@ def turn_context(turn: int, chat: int | None, user: int | None) -> Iterator[None
             var.reset(token)
 
 
-def _request_user_id() -> int | None:
-    request = _request.get()
+def _request_user_id(request: Any) -> int | None:
     if request is None:
         return None
     # Only a user some code already loaded: evaluating request.user here would cost a session
@@ -70,11 +69,14 @@ class ContextFilter(logging.Filter):
     """Puts the current request/turn ids on every record (None where there is none)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        record.request_id = request_id.get()
+        # Django logs a request's response (django.request: 404s, 500s) after the middleware
+        # has returned, with the request on the record: its id is read from there.
+        request = _request.get() or getattr(record, "request", None)
+        record.request_id = request_id.get() or getattr(request, "request_id", None)
         record.turn_id = turn_id.get()
         record.chat_id = chat_id.get()
         uid = user_id.get()
-        record.user_id = uid if uid is not None else _request_user_id()
+        record.user_id = uid if uid is not None else _request_user_id(request)
         return True
 
 
@@ -100,6 +102,11 @@ class TextFormatter(logging.Formatter):
 class JsonFormatter(logging.Formatter):
     """One JSON object per line: time, level, logger, message, the context ids present, any
     `extra=` fields, and the traceback as one string."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        # Python's warnings would otherwise be written to stderr as lines of plain text.
+        logging.captureWarnings(True)
 
     def format(self, record: logging.LogRecord) -> str:
         data: dict[str, Any] = {

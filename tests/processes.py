@@ -82,8 +82,9 @@ class Processes:
             command,
             cwd=ROOT,
             env={**self.env, **env},
-            stdout=open(self.log(name), "ab"),  # noqa: SIM115 - the child process owns it
-            stderr=subprocess.STDOUT,
+            # Log records go to standard error; Celery's banner and notices to standard output.
+            stdout=open(self.folder / f"{name}.out", "ab"),  # noqa: SIM115 - the child process owns it
+            stderr=open(self.log(name), "ab"),  # noqa: SIM115
         )
         self.started.append(process)
         return process
@@ -104,15 +105,6 @@ class Processes:
             process.wait(timeout=10)
         if self.redis is not None:
             self.stop_redis()
-
-
-def _answers(url: str, process: subprocess.Popen[bytes]) -> bool:
-    if process.poll() is not None:
-        raise RuntimeError(f"the process exited with {process.returncode}")
-    try:
-        return httpx.get(url, timeout=1).status_code == 200
-    except httpx.HTTPError:
-        return False
 
     def client(self) -> Any:
         import redis
@@ -137,3 +129,12 @@ def _answers(url: str, process: subprocess.Popen[bytes]) -> bool:
             return bool(client.zcount(WORKERS_KEY, time.time() - 30, "+inf"))
         finally:
             client.close()
+
+
+def _answers(url: str, process: subprocess.Popen[bytes]) -> bool:
+    if process.poll() is not None:
+        raise RuntimeError(f"the process exited with {process.returncode}")
+    try:
+        return httpx.get(url, timeout=1).status_code == 200
+    except httpx.HTTPError:
+        return False
