@@ -30,7 +30,9 @@ def library(e2e_user: Any) -> dict[str, Chat]:
     make_chat(other, "Kyoto secrets of mallory", "kyoto kyoto")
     return {
         "budget": make_chat(e2e_user, "Q3 budget", "Plan the webinar budget", "Here is a plan <b>not bold</b>."),
-        "trip": make_chat(e2e_user, "Trip planning", "Which temples in Kyoto?", "Kinkaku-ji and Fushimi Inari in Kyoto."),
+        "trip": make_chat(
+            e2e_user, "Trip planning", "Which temples in Kyoto?", "Kinkaku-ji and Fushimi Inari in Kyoto."
+        ),
         "kyoto": make_chat(e2e_user, "Kyoto food", "Where to eat in Kyoto?", "Nishiki market."),
     }
 
