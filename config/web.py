@@ -67,7 +67,9 @@ class CompressingServer(Server):  # type: ignore[misc]
             if isinstance(protocol, WebSocketProtocol) and protocol.state == WebSocketProtocol.STATE_OPEN
         ]
         for protocol in sockets:
-            protocol.sendClose(code=CLOSE_RESTARTING, reason="Server restarting")
+            # sendClose() allows only 1000 and 3000-4999; 1012 is a registered code (RFC 6455
+            # section 7.4, IANA) that browsers accept, sent through autobahn's frame-level call.
+            protocol.sendCloseFrame(code=CLOSE_RESTARTING, reasonUtf8=b"Server restarting")
         if not sockets:
             return None
         return task.deferLater(reactor, CLOSE_WAIT_S, lambda: None)
