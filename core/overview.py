@@ -121,6 +121,8 @@ def overview(request: HttpRequest) -> HttpResponse:
     context = {
         **admin.site.each_context(request),
         "title": "Operations overview",
+        # The models sidebar is for editing; this page is for reading.
+        "is_nav_sidebar_enabled": False,
         "since": since,
         "outcomes": outcomes,
         "turns_total": sum(row["count"] for row in outcomes),
