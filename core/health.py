@@ -143,6 +143,11 @@ def metrics(request: HttpRequest) -> HttpResponse:
     from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
     from prometheus_client.multiprocess import MultiProcessCollector
 
+    from . import metrics as own_metrics
+
+    # A process that died (killed, crashed) leaves its gauges behind: its turns in flight and
+    # sockets are not there any more.
+    own_metrics.forget_dead_processes()
     registry = CollectorRegistry()
     MultiProcessCollector(registry)
     registry.register(QueueCollector())

@@ -4,6 +4,7 @@ have their buckets, and only an authorised scraper is answered."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -121,3 +122,34 @@ def test_without_a_token_only_a_local_scraper_is_answered(client: Client) -> Non
         assert client.get("/metrics", HTTP_X_FORWARDED_FOR="203.0.113.9").status_code == 401
         assert client.get("/metrics", HTTP_FORWARDED="for=203.0.113.9").status_code == 401
         assert client.post("/metrics").status_code == 405
+
+
+@pytest.mark.django_db
+def test_a_dead_process_gauges_are_dropped_and_its_counters_kept(client: Client) -> None:
+    import subprocess
+    import sys
+
+    from prometheus_client import CollectorRegistry
+    from prometheus_client.multiprocess import MultiProcessCollector
+
+    def current() -> dict[Any, float]:
+        registry = CollectorRegistry()
+        MultiProcessCollector(registry)
+        return {(s.name, frozenset(s.labels.items())): s.value for m in registry.collect() for s in m.samples}
+
+    before = current()
+    # Another process of the host counts a socket and a turn, then is killed outright.
+    script = (
+        "import os, signal\n"
+        "from core import metrics\n"
+        "metrics.OPEN_WEBSOCKETS.inc(5)\n"
+        "metrics.TURNS_STARTED.inc()\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], cwd=Path(__file__).resolve().parents[2])
+    assert done.returncode == -9
+    assert _value(current(), "tessera_open_websockets") == _value(before, "tessera_open_websockets") + 5
+
+    scraped = _samples(client.get("/metrics").content.decode())
+    assert _value(scraped, "tessera_open_websockets") == _value(before, "tessera_open_websockets")
+    assert _value(scraped, "tessera_turns_started_total") >= _value(before, "tessera_turns_started_total") + 1
