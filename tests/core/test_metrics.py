@@ -153,3 +153,28 @@ def test_a_dead_process_gauges_are_dropped_and_its_counters_kept(client: Client)
     scraped = _samples(client.get("/metrics").content.decode())
     assert _value(scraped, "tessera_open_websockets") == _value(before, "tessera_open_websockets")
     assert _value(scraped, "tessera_turns_started_total") >= _value(before, "tessera_turns_started_total") + 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_provider_errors_and_retries_are_counted(stack: Any, user: Any, demo_model: Any) -> None:
+    from chat.tasks import run_turn
+
+    before = _scrape(stack.url)
+    chat = Chat.objects.create(owner=user, model=demo_model, enabled_tools={})
+    turn = Turn.objects.create(chat=chat, model=demo_model)
+    # The demo model answers 503 before its first token, every time: retried, then failed.
+    Message.objects.create(chat=chat, turn=turn, role=Message.Role.USER, content="[demo:fail-before]")
+    run_turn.delay(turn.pk)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and Turn.objects.get(pk=turn.pk).is_active:
+        time.sleep(0.2)
+    turn.refresh_from_db()
+    assert turn.status == Turn.Status.FAILED
+    after = _scrape(stack.url)
+    assert _value(after, "tessera_provider_errors_total", kind=turn.error_kind) > _value(
+        before, "tessera_provider_errors_total", kind=turn.error_kind
+    )
+    assert _value(after, "tessera_provider_retries_total") >= _value(before, "tessera_provider_retries_total") + 1
+    assert _value(after, "tessera_turns_finished_total", outcome="failed") > _value(
+        before, "tessera_turns_finished_total", outcome="failed"
+    )

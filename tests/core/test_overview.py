@@ -57,3 +57,23 @@ def test_the_overview_is_not_for_other_users(client: Client, user: Any) -> None:
     client.force_login(user)
     response = client.get("/admin/overview/")
     assert response.status_code == 302 and "/admin/login/" in response["Location"]
+
+
+def test_a_tripped_breaker_is_listed(other_user: Any) -> None:
+    from toolsets.policy import breaker
+
+    other_user.is_staff = True
+    other_user.save()
+    client = Client()
+    client.force_login(other_user)
+    scope, toolset_id, tool = next(s for s in breaker.all_scopes() if s[2])
+    breakers = breaker.Breakers()
+    try:
+        for _ in range(breakers.limits.failures):
+            breakers.record([scope], ok=False)
+        text = client.get("/admin/overview/").content.decode()
+        assert f"{toolset_id}.{tool}" in text
+        assert "ops-breakers" in text and "breakers closed: every tool" not in text
+    finally:
+        breakers.reset(scope)
+    assert "breakers closed: every tool" in client.get("/admin/overview/").content.decode()
