@@ -15,6 +15,7 @@ is back) and asks for the state of its running turns, so a reader loses nothing.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from autobahn.websocket.compress import PerMessageDeflateOffer, PerMessageDeflateOfferAccept
@@ -31,6 +32,30 @@ MEM_LEVEL = 5
 CLOSE_RESTARTING = 1012  # chat.consumers.CLOSE_RESTARTING; importing it would load Django here
 # How long a stopping process waits for browsers to answer its close frames.
 CLOSE_WAIT_S = 1.0
+# Successful probes every few seconds would drown the access log.
+QUIET_PATHS = ("/healthz", "/readyz", "/metrics")
+access_log = logging.getLogger("tessera.access")
+
+
+def log_access(protocol: Any, action: str, details: dict[str, Any]) -> None:
+    """Daphne's access log, as log records (JSON with LOG_FORMAT=json) instead of lines on
+    stdout, and without query strings: a search's words are the reader's, not the log's."""
+    if protocol == "http" and action == "complete":
+        path = str(details.get("path", "")).split("?", 1)[0]
+        status = details.get("status")
+        if path in QUIET_PATHS and status == 200:
+            return
+        fields = {
+            "method": details.get("method"),
+            "path": path,
+            "status": status,
+            "size": details.get("size"),
+            "client": details.get("client"),
+        }
+        access_log.info("%s %s %s", fields["method"], path, status, extra=fields)
+    elif protocol == "websocket" and action in ("connected", "rejected", "disconnected"):
+        path = str(details.get("path", "")).split("?", 1)[0]
+        access_log.info("WebSocket %s %s", action, path, extra={"path": path, "event": action})
 
 
 def accept_deflate(offers: list[Any]) -> PerMessageDeflateOfferAccept | None:
@@ -49,6 +74,8 @@ def accept_deflate(offers: list[Any]) -> PerMessageDeflateOfferAccept | None:
 class CompressingServer(Server):  # type: ignore[misc]
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         then = kwargs.pop("ready_callable", None)
+        if kwargs.get("action_logger") is not None:
+            kwargs["action_logger"] = log_access
 
         def ready() -> None:
             # Called once the websocket factory exists, before the server starts listening.

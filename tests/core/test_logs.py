@@ -86,6 +86,19 @@ def test_json_logs_of_the_web_process_carry_the_request_id(own: Processes) -> No
     found = wait_until(logged, 10, "the 404 was not logged with its request id")
     assert found[0]["logger"] == "django.request" and found[0]["level"] == "WARNING"
 
+    # The access log is records too, without query strings (a search's words are the reader's).
+    httpx.get(f"http://127.0.0.1:{port}/login/?q=my-private-words&next=/")
+
+    def accessed() -> list[dict[str, Any]]:
+        return [r for r in _lines(own.log("web")) if r["logger"] == "tessera.access" and r.get("path") == "/login/"]
+
+    (entry,) = wait_until(accessed, 10, "the request was not in the access log")
+    assert entry["status"] == 200 and entry["method"] == "GET" and entry["message"] == "GET /login/ 200"
+    everything = own.log("web").read_text() + (own.folder / "web.out").read_text()
+    assert "my-private-words" not in everything
+    # Probes that succeed are left out.
+    assert not [r for r in _lines(own.log("web")) if r.get("path") == "/healthz"]
+
 
 @pytest.mark.django_db
 def test_a_plain_request_id_from_the_client_is_kept_and_anything_else_replaced(client: Client) -> None:
