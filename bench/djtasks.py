@@ -93,6 +93,9 @@ def bigchat(args: argparse.Namespace) -> dict[str, Any]:
                 for _ in range(args.turns)
             ]
         )
+        for before, turn in zip(turns, turns[1:], strict=False):
+            turn.parent = before  # one branch, as the chat stores one
+        Turn.objects.bulk_update(turns, ["parent"])
         messages: list[Message] = []
         executions: list[ToolExecution] = []
         for i, turn in enumerate(turns):

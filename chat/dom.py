@@ -60,6 +60,14 @@ def continue_box(turn_id: int | str) -> str:
     return f"continue-{turn_id}"
 
 
+def versions(turn_id: int | str) -> str:
+    return f"versions-{turn_id}"
+
+
+def actions(turn_id: int | str) -> str:
+    return f"actions-{turn_id}"
+
+
 IDS: dict[str, Callable[..., str]] = {
     "turn": turn,
     "turn_state": turn_state,
@@ -72,4 +80,6 @@ IDS: dict[str, Callable[..., str]] = {
     "continue": continue_box,
     "sources": sources,
     "source": source,
+    "versions": versions,
+    "actions": actions,
 }

@@ -51,6 +51,14 @@ class NewChatForm(forms.Form):
         error_messages={"max_length": MessageForm.base_fields["content"].error_messages["max_length"]},
     )
     model = ModelField()
+    # Set when the settings panel's values come along (chat.views.create_chat reads them).
+    settings = forms.BooleanField(required=False)
+
+
+class RegenerateForm(forms.Form):
+    """Empty model: the one the answer used."""
+
+    model = ModelField()
 
 
 class RenameForm(forms.Form):

@@ -157,6 +157,13 @@ class Turn(models.Model):
 
     chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="turns")
     model = models.ForeignKey(LLMModel, null=True, on_delete=models.SET_NULL, related_name="+")
+    # Branches: a turn follows `parent` (the exchange before it; none for a chat's first).
+    # Turns with the same parent are versions of one exchange (an edited question, or a
+    # regenerated answer); `chosen` marks the version shown among its siblings, and `active`
+    # every turn of the branch the chat shows now, so loading it is one indexed filter.
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="children")
+    chosen = models.BooleanField(default=True)
+    active = models.BooleanField(default=True)
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED, db_index=True)
     iterations = models.PositiveSmallIntegerField(default=0)
     error = models.TextField(blank=True)
@@ -170,9 +177,20 @@ class Turn(models.Model):
 
     class Meta:
         ordering = ["id"]
+        indexes = [models.Index(fields=["chat", "active", "id"], name="chat_turn_branch")]
 
     def __str__(self) -> str:
         return f"Turn {self.pk} ({self.status})"
+
+    # Set on a turn about to be saved as a new version of a chat's first exchange (no parent on
+    # purpose); any other new turn without a parent follows the end of the branch shown.
+    first_of_branch = False
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if self._state.adding and self.parent_id is None and not self.first_of_branch:
+            shown = Turn.objects.filter(chat_id=self.chat_id, active=True).order_by("-id")
+            self.parent_id = shown.values_list("pk", flat=True).first()
+        super().save(*args, **kwargs)
 
     @property
     def is_active(self) -> bool:

@@ -64,6 +64,7 @@ ALLOWED_TAGS = {
     "sub",
     "kbd",
     "span",
+    "div",
 }
 ALLOWED_ATTRIBUTES = {
     "a": {"href", "title"},
@@ -71,16 +72,32 @@ ALLOWED_ATTRIBUTES = {
     "th": {"align"},
     "td": {"align"},
     "ol": {"start"},
+    "span": {"class"},
+    "div": {"class"},
 }
 # Classes model output may carry: only what Markdown rendering itself adds (a fenced block's
-# language). Anything else could impersonate the page's own controls (`stop-btn`, …).
+# language, Pygments' token classes under their own `hl-` prefix and the `hl` box around a
+# highlighted block). Anything else could impersonate the page's own controls (`stop-btn`, …).
 _CODE_LANGUAGE = re.compile(r"language-[A-Za-z0-9_+#.-]{1,40}")
+_HIGHLIGHT_TOKEN = re.compile(r"hl-[a-z0-9]{1,4}")
+HIGHLIGHT_CLASS = "hl"
+_ALLOWED_CLASSES = {"code": _CODE_LANGUAGE, "span": _HIGHLIGHT_TOKEN}
+# A highlighted code block, as sanitizing leaves it: it gets its copy button after cleaning, so
+# the button is the page's own markup (model output can carry no data attribute).
+_HIGHLIGHT_BOX = f'<div class="{HIGHLIGHT_CLASS}">'
+_CODE_BOX = (
+    f'<div class="{HIGHLIGHT_CLASS} code-block" data-code-block>'
+    '<button type="button" class="code-copy" data-copy-code aria-label="Copy code">Copy</button>'
+)
 _local = threading.local()
 
 
 def _keep_attribute(tag: str, attribute: str, value: str) -> str | None:
     if attribute == "class":
-        kept = [token for token in value.split() if _CODE_LANGUAGE.fullmatch(token)]
+        if tag == "div":
+            return HIGHLIGHT_CLASS if value.split() == [HIGHLIGHT_CLASS] else None
+        allowed = _ALLOWED_CLASSES.get(tag)
+        kept = [token for token in value.split() if allowed and allowed.fullmatch(token)]
         return " ".join(kept[:1]) or None
     return value
 
@@ -90,8 +107,14 @@ def _markdown() -> markdown.Markdown:
     md = getattr(_local, "md", None)
     if md is None:
         md = markdown.Markdown(
-            extensions=["fenced_code", "tables", "sane_lists", "nl2br"],
-            extension_configs={"tables": {"use_align_attribute": True}},
+            extensions=["fenced_code", "codehilite", "tables", "sane_lists", "nl2br"],
+            extension_configs={
+                "tables": {"use_align_attribute": True},
+                # Pygments, once, when a block is finished; the HTML is stored with the message.
+                # Only blocks that name their language are highlighted (guessing is slow and
+                # often wrong); token classes get a prefix of their own (static/css/highlight.css).
+                "codehilite": {"css_class": HIGHLIGHT_CLASS, "guess_lang": False, "classprefix": "hl-"},
+            },
             output_format="html",
         )
         _local.md = md
@@ -114,7 +137,7 @@ def sanitize(html: str) -> str:
 def render_block(text: str) -> str:
     md = _markdown()
     md.reset()
-    return sanitize(md.convert(text))
+    return sanitize(md.convert(text)).replace(_HIGHLIGHT_BOX, _CODE_BOX)
 
 
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s")
@@ -209,7 +232,7 @@ def fingerprint() -> str:
     a changed component template) is rendered again instead of being shown."""
     from django.conf import settings
 
-    digest = hashlib.sha256(f"{version('markdown')} {version('nh3')}".encode())
+    digest = hashlib.sha256(f"{version('markdown')} {version('nh3')} {version('pygments')}".encode())
     sources = [Path(__file__), *sorted(Path(components.__file__).parent.rglob("*.py"))]
     sources += sorted((Path(settings.BASE_DIR) / "templates" / "components").glob("*.html"))
     for path in sources:

@@ -13,12 +13,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from chat.agent.types import AssistantMessage, ToolCall, ToolResult
 from toolsets.models import ToolExecution
 
-from . import usage
+from . import branches, usage
 from .live import LiveTurn
 from .models import Message, Turn
 
@@ -35,12 +36,17 @@ def find(turn_id: int) -> Turn | None:
     return Turn.objects.filter(pk=turn_id).select_related("chat").first()
 
 
-def transcript(chat_id: int) -> list[dict[str, Any]]:
-    """The stored conversation in provider shape. System messages belonged to their own turn
-    (e.g. the tool-limit instruction) and are not replayed; subagents' transcripts are their
-    cards', and the supervisor saw only their results."""
-    rows = Message.objects.filter(chat_id=chat_id, lane="").exclude(role=Message.Role.SYSTEM).order_by("id")
-    return [m.to_openai() for m in rows]
+def transcript(chat_id: int, turn_id: int | None = None) -> list[dict[str, Any]]:
+    """The stored conversation in provider shape: the branch ending at turn `turn_id` (the
+    branch the chat shows when None); other versions of an exchange are never sent. System
+    messages belonged to their own turn (e.g. the tool-limit instruction) and are not replayed;
+    subagents' transcripts are their cards', and the supervisor saw only their results."""
+    rows = Message.objects.filter(chat_id=chat_id, lane="").exclude(role=Message.Role.SYSTEM)
+    if turn_id is None:
+        rows = rows.filter(Q(turn__active=True) | Q(turn__isnull=True))
+    else:
+        rows = rows.filter(Q(turn_id__in=branches.ancestry(turn_id)) | Q(turn__isnull=True))
+    return [m.to_openai() for m in rows.order_by("id")]
 
 
 def save_assistant(

@@ -93,7 +93,7 @@ async def _run_claimed(turn: Turn, redis: Any, watch: TurnWatch) -> None:
         if llm is None:
             await sink.finish(Outcome("failed", 0, error=NO_MODEL_ERROR))
             return
-        messages = await db(turn_store.transcript)(chat.pk)
+        messages = await db(turn_store.transcript)(chat.pk, turn.pk)
         app = await db(AppSettings.load)()
         chat_limit = app.effective_iterations(chat)
 

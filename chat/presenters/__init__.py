@@ -26,7 +26,7 @@ from .fragments import (
     turn_fragment,
     turn_state_fragment,
 )
-from .turns import step, stored_turn_view, turn, turn_from_db, turn_from_live, turn_views
+from .turns import exchange, step, stored_turn_view, turn, turn_from_db, turn_from_live, turn_views
 
 __all__ = [
     "RESULT_DISPLAY_LIMIT",
@@ -38,6 +38,7 @@ __all__ = [
     "card_from_execution",
     "cards_fragment",
     "delegation",
+    "exchange",
     "new_card_fragment",
     "new_step_fragment",
     "pretty_json",

@@ -101,7 +101,7 @@ def card(
     if delegation:
         # A subagent's card: its agent's name, and what it is doing or did.
         display_name, summary = delegation.get("name") or display_name, delegation.get("message") or summary
-    return {
+    view = {
         "dom_id": dom.card(turn_id, step, position),
         "name": name,
         "call_id": call_id,
@@ -109,7 +109,7 @@ def card(
         "status": status,
         "status_label": STATUS_LABELS.get(status, status),
         "summary": summary,
-        "arguments": "" if arguments in (None, "") else pretty_json(arguments),
+        "arguments": "" if _no_arguments(arguments) else pretty_json(arguments),
         "result": result_text[:RESULT_DISPLAY_LIMIT],
         # Content blocks (MCP tools) render by type instead of as JSON.
         "content_html": tool_content.render(result) if result is not None else None,
@@ -128,6 +128,19 @@ def card(
         "cached_at": cached_at,
         "cached_text": approval_view.cached_text(cached_at) if cached_at else "",
     }
+    # A call still starting has nothing to show under its header: no empty strip there until
+    # its arguments (or anything else) are known.
+    view["has_body"] = any(
+        view[key] for key in ("delegation", "connect_url", "arguments", "approval", "error", "result", "cached_text")
+    ) or bool(view["content_html"] or duration_ms is not None)
+    return view
+
+
+def _no_arguments(arguments: Any) -> bool:
+    """None, "" and an empty object: a call without arguments shows no "Arguments {}"."""
+    if arguments is None or arguments == {}:
+        return True
+    return isinstance(arguments, str) and arguments.strip() in ("", "{}")
 
 
 def delegation(

@@ -242,3 +242,11 @@ def stored_turn_view(turn_id: int) -> dict[str, Any] | None:
     """One turn as the database has it (a finished turn, or one whose live state is gone)."""
     found = Turn.objects.filter(pk=turn_id).first()
     return turn_views([found])[0][found.pk] if found else None
+
+
+def exchange(turn_id: int, question: Message | None, view: dict[str, Any], found: Any = None) -> dict[str, Any]:
+    """One exchange as the page shows it: the question, the answer (a turn view), and where it
+    stands among the versions of that exchange (`found`: its `chat.branches.Versions`)."""
+    from ..branches import as_view
+
+    return {"turn_id": turn_id, "user_message": question, "turn": view, "versions": as_view(found)}

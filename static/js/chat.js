@@ -92,7 +92,99 @@
 
   // --- Running state: Stop replaces Send while a turn runs ------------------------------------
   function isRunning() { return !!document.querySelector(ACTIVE_STATES); }
-  function updateRunning() { document.body.classList.toggle("is-running", isRunning()); }
+  function updateRunning() {
+    var running = isRunning();
+    document.body.classList.toggle("is-running", running);
+    // Edit, regenerate and the versions switcher wait for the running answer (the server
+    // refuses them meanwhile too).
+    document.querySelectorAll("[data-while-idle]").forEach(function (b) { b.disabled = running; });
+  }
+
+  // --- Message actions: copy, edit, the regenerate menu -----------------------------------------
+  function announce(text) {
+    var box = byId("announce");
+    if (!box) {
+      box = document.createElement("div");
+      box.id = "announce";
+      box.className = "sr-only";
+      box.setAttribute("role", "status");
+      document.body.appendChild(box);
+    }
+    box.textContent = "";
+    setTimeout(function () { box.textContent = text; }, 30);
+  }
+  function copied(button, ok) {
+    button.dataset.copied = ok ? "Copied" : "Could not copy";
+    announce(button.dataset.copied);
+    clearTimeout(button._copiedTimer);
+    button._copiedTimer = setTimeout(function () { delete button.dataset.copied; }, 1600);
+  }
+  function copyText(button, text) {
+    navigator.clipboard.writeText(text).then(function () { copied(button, true); }, function () { copied(button, false); });
+  }
+  function copyFrom(button) {
+    if (button.dataset.copyUrl) {
+      // The answer's Markdown source, asked for on click (the page shows only its HTML).
+      var body = fetch(button.dataset.copyUrl, { credentials: "same-origin" }).then(function (r) {
+        if (!r.ok) throw new Error(r.status);
+        return r.text();
+      });
+      if (window.ClipboardItem && navigator.clipboard.write) {
+        // The clipboard write starts within the click; its content arrives when fetched.
+        var item = new ClipboardItem({ "text/plain": body.then(function (t) { return new Blob([t], { type: "text/plain" }); }) });
+        navigator.clipboard.write([item]).then(function () { copied(button, true); }, function () { copied(button, false); });
+      } else {
+        body.then(function (t) { copyText(button, t); }, function () { copied(button, false); });
+      }
+      return;
+    }
+    if (button.hasAttribute("data-copy-code")) {
+      var block = button.closest("[data-code-block]");
+      var code = block && block.querySelector("pre");
+      copyText(button, code ? code.textContent.replace(/\n$/, "") : "");
+      return;
+    }
+    var source = document.querySelector(button.dataset.copy);
+    if (source) copyText(button, source.value !== undefined ? source.value : source.textContent);
+  }
+  function setEditing(form, open) {
+    var message = form.closest(".msg-user");
+    form.hidden = !open;
+    message.classList.toggle("is-editing", open);
+    var toggle = message.querySelector("[data-edit]");
+    if (toggle) toggle.setAttribute("aria-expanded", open ? "true" : "false");
+    if (open) {
+      var area = form.querySelector("textarea");
+      area.focus();
+      area.setSelectionRange(area.value.length, area.value.length);
+    } else if (toggle) {
+      form.reset();
+      toggle.focus();
+    }
+  }
+  function openMenu() { return document.querySelector("[data-menu][aria-expanded=\"true\"]"); }
+  function setMenu(button, open) {
+    var menu = byId(button.dataset.menu);
+    if (!menu) return;
+    menu.hidden = !open;
+    button.setAttribute("aria-expanded", open ? "true" : "false");
+    if (open) { var first = menu.querySelector("button:not([disabled])"); if (first) first.focus(); }
+  }
+  // Esc closes what is open, innermost first; true if it closed something.
+  function closeOpen() {
+    var menu = openMenu();
+    if (menu) { setMenu(menu, false); menu.focus(); return true; }
+    var details = document.querySelector("details.chat-menu[open]");
+    if (details) { details.open = false; details.querySelector("summary").focus(); return true; }
+    var panel = byId("settings-panel");
+    if (panel && !panel.hidden) {
+      toggleSettings();
+      var settingsButton = byId("settings-trigger");
+      if (settingsButton) settingsButton.focus();
+      return true;
+    }
+    return false;
+  }
 
   // --- Autoscroll -----------------------------------------------------------------------------
   function scrollToBottom() {
@@ -197,6 +289,19 @@
     var suggestion = inside("empty-state", target) && target.closest("button[data-suggest]");
     if (suggestion) { suggest(suggestion); return; }
 
+    // Message actions live in the page's own markup (ids and data attributes model output
+    // cannot carry), so a control inside an answer cannot pose as one of them.
+    var shown = openMenu();
+    var menuButton = target.closest("[data-menu]");
+    if (shown && shown !== menuButton && !(byId(shown.dataset.menu) || document.body).contains(target)) setMenu(shown, false);
+    if (menuButton) { setMenu(menuButton, menuButton.getAttribute("aria-expanded") !== "true"); return; }
+    var copyButton = target.closest("[data-copy], [data-copy-url], [data-copy-code]");
+    if (copyButton && inside("messages", copyButton)) { copyFrom(copyButton); return; }
+    var edit = target.closest("[data-edit]");
+    if (edit && !edit.disabled) { var form = byId(edit.dataset.edit); if (form) setEditing(form, form.hidden); return; }
+    var cancel = target.closest("[data-edit-cancel]");
+    if (cancel) { setEditing(cancel.closest("[data-edit-form]"), false); return; }
+
     var answer = target.closest("button[data-approval-action]");
     if (answer) { answerApproval(answer); return; }
 
@@ -225,12 +330,26 @@
 
   document.addEventListener("keydown", function (e) {
     var el = input();
+    if ((e.ctrlKey || e.metaKey) && e.shiftKey && !e.altKey && (e.key === "O" || e.key === "o")) {
+      // A new chat from anywhere on the page.
+      var link = byId("new-chat");
+      if (link) { e.preventDefault(); window.location.assign(link.href); }
+      return;
+    }
     if (e.key === "Escape" && popover() && !popover().hidden) {
       e.preventDefault();
       setPopover(false);
       trigger().focus();
       return;
     }
+    var editForm = e.target.closest && e.target.closest("[data-edit-form]");
+    if (editForm && e.key === "Escape") { e.preventDefault(); setEditing(editForm, false); return; }
+    if (editForm && e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+      e.preventDefault();
+      if (!isRunning() && e.target.value.trim()) editForm.requestSubmit();
+      return;
+    }
+    if (e.key === "Escape" && closeOpen()) { e.preventDefault(); return; }
     if (e.key === "Escape" && isRunning()) {
       // One click: htmx sends the Stop request from the button's own click handler.
       var stop = byId("stop-btn");
@@ -248,6 +367,29 @@
   }, true);
 
   // --- htmx events ------------------------------------------------------------------------------
+  // A change of branch (another version, an edit, a regenerated answer) re-renders the messages:
+  // the versions switcher of the changed exchange lands where the clicked control was.
+  var branchAnchor = null;
+  document.addEventListener("htmx:beforeRequest", function (e) {
+    var elt = e.detail.elt;
+    if (elt && elt.getAttribute && elt.getAttribute("hx-target") === "#messages" && inside("messages", elt)) {
+      branchAnchor = elt.getBoundingClientRect().top;
+    }
+  });
+  document.addEventListener("tessera:branch", function (e) {
+    var target = byId(e.detail && e.detail.focus);
+    var s = scroller();
+    if (!target || !s) return;
+    if (branchAnchor !== null) s.scrollTop += target.getBoundingClientRect().top - branchAnchor;
+    else target.scrollIntoView({ block: "nearest" });
+    branchAnchor = null;
+    var active = document.activeElement;
+    if (!active || active === document.body) {
+      var next = target.querySelector("button:not([disabled])");
+      if (next) next.focus({ preventScroll: true });
+    }
+  });
+
   // Earlier exchanges go in above what the reader is looking at: keep that where it was.
   document.addEventListener("htmx:beforeSwap", function (e) {
     if (e.detail.target && e.detail.target.id === "earlier") {
@@ -325,6 +467,15 @@
 
   document.addEventListener("htmx:afterRequest", function (e) {
     var elt = e.detail.elt;
+    if (elt && elt.id !== "composer" && inside("messages", elt) && elt.getAttribute("hx-target") === "#messages") {
+      var failed = e.detail.xhr;
+      if (!e.detail.successful) {
+        showError((failed && failed.status && failed.responseText && failed.responseText.length < 300) ? failed.responseText : "Could not do that. Check your connection and try again.");
+      } else {
+        showError("");
+      }
+      return;
+    }
     if (!elt || elt.id !== "composer") return;
     if (e.detail.successful) {
       showError("");

@@ -317,6 +317,9 @@ def _long_chat(chat: Chat, turns: int, *, tool_calls: bool = False) -> list[Turn
 
     made = Turn.objects.bulk_create([Turn(chat=chat, status=Turn.Status.COMPLETED) for _ in range(turns)])
     made = list(Turn.objects.filter(chat=chat).order_by("id"))
+    for before, turn in zip(made, made[1:], strict=False):
+        turn.parent = before  # one branch, each exchange after the one before
+    Turn.objects.bulk_update(made, ["parent"])
     messages, executions = [], []
     for i, turn in enumerate(made):
         messages.append(Message(chat=chat, turn=turn, role="user", content=f"Question number {i}"))

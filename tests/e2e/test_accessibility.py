@@ -131,3 +131,37 @@ def test_chat_with_tool_and_component_cards_settings_and_tools(axe_page: Page) -
     expect(page.locator("#tsp-tools-workspace")).to_be_visible()
     check("chat-tools")
     check.assert_clean()
+
+
+def test_home_settings_panel_before_the_first_message(axe_page: Page) -> None:
+    check = Checker(axe_page)
+    login(axe_page, axe_page.base_url)  # type: ignore[attr-defined]
+    axe_page.get_by_role("button", name="Chat settings").click()
+    expect(axe_page.get_by_test_id("settings-panel")).to_be_visible()
+    check("home-settings")
+    check.assert_clean()
+
+
+def test_message_actions_versions_edit_and_regenerate_menu(axe_page: Page) -> None:
+    page = axe_page
+    check = Checker(page)
+    login(page, page.base_url)  # type: ignore[attr-defined]
+    send(page, "[demo:slow] show me some code")
+    page.wait_for_url("**/chats/*/")
+    wait_socket(page)
+    wait_turn_done(page)
+    first = page.locator(".msg-user").first
+    first.get_by_role("button", name="Edit message").click()
+    first.get_by_test_id("edit-input").fill("What is 12*7?")
+    check("chat-edit-open")
+    first.get_by_test_id("edit-send").click()
+    expect(page.locator(".msg-user").first.get_by_test_id("version-label")).to_have_text("2 / 2")
+    wait_turn_done(page)
+    page.get_by_role("button", name="Previous version").click()
+    expect(page.locator(".msg-user").first.get_by_test_id("version-label")).to_have_text("1 / 2")
+    expect(page.locator("[data-code-block]").first).to_be_visible()
+    check("chat-versions-code")
+    page.get_by_role("button", name="Regenerate answer").click()
+    expect(page.locator(".regen-menu")).to_be_visible()
+    check("chat-regenerate-menu")
+    check.assert_clean()
