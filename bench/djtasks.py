@@ -15,6 +15,7 @@ import json
 import os
 import statistics
 import time
+from itertools import pairwise
 from typing import Any
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
@@ -93,7 +94,7 @@ def bigchat(args: argparse.Namespace) -> dict[str, Any]:
                 for _ in range(args.turns)
             ]
         )
-        for before, turn in zip(turns, turns[1:], strict=False):
+        for before, turn in pairwise(turns):
             turn.parent = before  # one branch, as the chat stores one
         Turn.objects.bulk_update(turns, ["parent"])
         messages: list[Message] = []

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -317,7 +318,7 @@ def _long_chat(chat: Chat, turns: int, *, tool_calls: bool = False) -> list[Turn
 
     made = Turn.objects.bulk_create([Turn(chat=chat, status=Turn.Status.COMPLETED) for _ in range(turns)])
     made = list(Turn.objects.filter(chat=chat).order_by("id"))
-    for before, turn in zip(made, made[1:], strict=False):
+    for before, turn in pairwise(made):
         turn.parent = before  # one branch, each exchange after the one before
     Turn.objects.bulk_update(made, ["parent"])
     messages, executions = [], []
