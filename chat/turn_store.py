@@ -17,6 +17,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from chat.agent.types import AssistantMessage, ToolCall, ToolResult
+from toolsets.files import transcript as files_transcript
 from toolsets.models import ToolExecution
 
 from . import branches, usage
@@ -36,7 +37,7 @@ def find(turn_id: int) -> Turn | None:
     return Turn.objects.filter(pk=turn_id).select_related("chat").first()
 
 
-def transcript(chat_id: int, turn_id: int | None = None) -> list[dict[str, Any]]:
+def transcript(chat_id: int, turn_id: int | None = None, vision: bool = False) -> list[dict[str, Any]]:
     """The stored conversation in provider shape: the branch ending at turn `turn_id` (the
     branch the chat shows when None); other versions of an exchange are never sent. System
     messages belonged to their own turn (e.g. the tool-limit instruction) and are not replayed;
@@ -46,7 +47,8 @@ def transcript(chat_id: int, turn_id: int | None = None) -> list[dict[str, Any]]
         rows = rows.filter(Q(turn__active=True) | Q(turn__isnull=True))
     else:
         rows = rows.filter(Q(turn_id__in=branches.ancestry(turn_id)) | Q(turn__isnull=True))
-    return [m.to_openai() for m in rows.order_by("id")]
+    ordered = list(rows.order_by("id"))
+    return files_transcript.with_files(ordered, [m.to_openai() for m in ordered], vision)
 
 
 def save_assistant(

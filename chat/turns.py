@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from chat.agent.loop import Agent, CancelToken, Outcome
 from core import logs, metrics
+from toolsets.files import transcript as files_transcript
 from toolsets.sources import SourceBook
 
 from . import live, presenters, turn_store, worker_loop
@@ -93,7 +94,11 @@ async def _run_claimed(turn: Turn, redis: Any, watch: TurnWatch) -> None:
         if llm is None:
             await sink.finish(Outcome("failed", 0, error=NO_MODEL_ERROR))
             return
-        messages = await db(turn_store.transcript)(chat.pk, turn.pk)
+        vision = files_transcript.model_sees_images(llm.model)
+        messages = await db(turn_store.transcript)(chat.pk, turn.pk, vision=vision)
+        unseen = await db(files_transcript.image_notice)(turn.pk, llm.model)
+        if unseen:
+            await sink.notice("images", unseen)
         app = await db(AppSettings.load)()
         chat_limit = app.effective_iterations(chat)
 

@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from core.http import AuthedRequest
+from toolsets.files import attach
 
 from . import branches, dom, forms, live, presenters
 from . import selection as sel
@@ -184,6 +185,12 @@ def create_chat(request: AuthedRequest) -> HttpResponse:
     if not form.is_valid():
         return HttpResponse(forms.first_error(form), status=400)
     content, model = form.cleaned_data["content"], form.cleaned_data["model"]
+    try:
+        files = attach.claim(request.user.pk, request.POST.getlist("attachments"))
+    except attach.Refused as exc:
+        return HttpResponse(str(exc), status=400)
+    if files and not content:
+        return HttpResponse("Type a message to send with the files.", status=400)
     app = AppSettings.load()
     limit, steps = True, min(app.default_max_tool_iterations, app.max_tool_iterations_cap)
     if form.cleaned_data["settings"]:
@@ -201,7 +208,9 @@ def create_chat(request: AuthedRequest) -> HttpResponse:
         max_tool_iterations=steps,
     )
     if content:
-        _start_turn(chat, content, parent=None)
+        with transaction.atomic():
+            message, _ = _start_turn(chat, content, parent=None)
+            attach.link(files, message)
     url = reverse("chat:detail", args=[chat.pk])
     if request.htmx:
         return HttpResponseClientRedirect(url)
@@ -216,11 +225,16 @@ def send_message(request: AuthedRequest, chat_id: int) -> HttpResponse:
     if not form.is_valid():
         return HttpResponse(forms.first_error(form), status=400)
     content = form.cleaned_data["content"]
+    try:
+        files = attach.claim(request.user.pk, request.POST.getlist("attachments"))
+    except attach.Refused as exc:
+        return HttpResponse(str(exc), status=400)
     had_title = bool(chat.title)
     with transaction.atomic():
         if not _lock_idle(chat):
             return HttpResponse(BUSY, status=409)
         message, turn = _start_turn(chat, content, parent=branches.last_turn(chat))
+        attach.link(files, message)
     view = presenters.turn(turn.pk, status=turn.status, steps=[])
     exchange = presenters.exchange(turn.pk, message, view, None)
     html = render_to_string("chat/_exchange.html", {"chat": chat, "exchange": exchange, "models": _models()}, request)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
+from . import files as demo_files
 from .intents import CLOCK_MATH, EXA, WEB, WORKSPACE, Intent
 
 TOOLSET_LABELS: dict[str, str] = {
@@ -615,7 +616,7 @@ WORKSPACE_RENDERERS = {
 
 
 _INLINE_RENDERERS = {"current_time": _time_phrase, "calculate": _calculation_phrase}
-_BLOCK_RENDERERS = {"search": _search_block, "fetch_page": _page_block, **WORKSPACE_RENDERERS}
+_BLOCK_RENDERERS = {"search": _search_block, "fetch_page": _page_block, **WORKSPACE_RENDERERS, **demo_files.RENDERERS}
 
 
 def _failure_block(tool: str, error: str) -> str:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from . import answers, delegating
+from . import files as demo_files
 from .intents import Intent, asks_for_own_tasks, detect_intents
 
 FAIL_BEFORE_TRIGGER = "[demo:fail-before]"
@@ -164,7 +165,10 @@ def plan_reply(messages: Sequence[Any], tools: Sequence[Any] | None, tool_choice
                 arguments = json.dumps(arguments_dict, ensure_ascii=False)
                 calls.append(PlannedCall(_call_id(index, name, arguments, messages), name, arguments))
             return Plan(tool_calls=tuple(calls))
-        intents = detect_intents(user_text) or delegating.research_intents(user_text)
+        intents = demo_files.intents(user_text) or detect_intents(user_text) or delegating.research_intents(user_text)
+        seen = demo_files.describe_images(value_of(messages[user_index], "content")) if user_index is not None else ""
+        if seen and not intents:
+            return Plan(text=seen)
         intents = _for_user(intents, user_text, user_name(messages))
         usable = [i for i in intents if (i.toolset, i.tool) in offered]
         if usable:

@@ -209,6 +209,7 @@ def _stored_step(
 def turn_views(turns: Sequence[Turn]) -> tuple[dict[int, dict[str, Any]], dict[int, Message]]:
     """Turn views for many turns in a fixed number of queries (no per-turn lookups), and each
     turn's user message. Running turns show their live state; nothing here changes a turn."""
+    from toolsets.files.templatetags import files
     from toolsets.models import ToolExecution
 
     ids = [t.pk for t in turns]
@@ -225,6 +226,7 @@ def turn_views(turns: Sequence[Turn]) -> tuple[dict[int, dict[str, Any]], dict[i
         if m.html_key != fingerprint():
             m.html, m.html_key = render_complete(m.content), fingerprint()
             stale.append(m)
+    files.prefetch(list(asked.values()))
     if stale:
         # A cache of the rendered text, stored once so the next view renders no Markdown at all.
         Message.objects.bulk_update(stale, ["html", "html_key"], batch_size=200)

@@ -15,6 +15,8 @@ from django.db.models import Sum
 from .detect import HEAD_BYTES, Refused, detect
 from .models import Attachment, FileLimits
 
+__all__ = ["Refused", "TooLarge", "accept", "check_declared_size", "claim", "clean_name", "link", "size_label"]
+
 MAX_NAME = 200
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f/\\]")
 

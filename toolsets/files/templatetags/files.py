@@ -1,0 +1,35 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django import template
+
+from ..models import Attachment, FileLimits
+
+register = template.Library()
+
+LIGHT_FIELDS = ("text", "thumbnail")
+
+
+def prefetch(messages: list[Any]) -> None:
+    """Loads the files of many messages in one query (without their text), for a page."""
+    from django.db.models import Prefetch, prefetch_related_objects
+
+    light = Attachment.objects.defer(*LIGHT_FIELDS).order_by("id")
+    prefetch_related_objects(messages, Prefetch("attachments", queryset=light))
+
+
+@register.inclusion_tag("files/_message_files.html")
+def message_files(message: Any) -> dict[str, Any]:
+    """The chips of a user message's files: prefetched on a page, one light query otherwise."""
+    if message is None or not getattr(message, "pk", None):
+        return {"files": []}
+    cached = getattr(message, "_prefetched_objects_cache", {}).get("attachments")
+    if cached is not None:
+        return {"files": list(cached)}
+    return {"files": list(Attachment.objects.filter(message=message).defer(*LIGHT_FIELDS).order_by("id"))}
+
+
+@register.simple_tag
+def file_limits() -> FileLimits:
+    return FileLimits.load()
