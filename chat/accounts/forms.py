@@ -20,6 +20,10 @@ def clean_name(value: str) -> str:
 
 
 class SignupForm(UserCreationForm):  # type: ignore[type-arg]
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("label_suffix", "")  # labels sit above their fields, without a colon
+        super().__init__(*args, **kwargs)
+
     name = forms.CharField(
         label="Your name",
         required=False,
@@ -43,6 +47,10 @@ class SignupForm(UserCreationForm):  # type: ignore[type-arg]
 
 
 class NameForm(forms.Form):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("label_suffix", "")  # labels sit above their fields, without a colon
+        super().__init__(*args, **kwargs)
+
     name = forms.CharField(label="Your name", required=False, max_length=NAME_MAX * 2)
 
     def clean_name(self) -> str:

@@ -59,6 +59,9 @@ class PasswordChange(PasswordChangeView):
     template_name = "accounts/password_change.html"
     success_url = reverse_lazy("accounts:password_change_done")
 
+    def get_form_kwargs(self) -> dict[str, Any]:
+        return {**super().get_form_kwargs(), "label_suffix": ""}
+
 
 class PasswordChangeDone(PasswordChangeDoneView):
     template_name = "accounts/password_change_done.html"

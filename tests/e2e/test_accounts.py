@@ -1,0 +1,162 @@
+"""Accounts in the browser: the admin's open sign-up switch and the sign-up page, changing a
+password, and the user's name as the assistant (the demo model) and the sample data use it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.contrib.auth import get_user_model
+from playwright.sync_api import Browser, Page, expect
+
+from chat.accounts.models import AccountSettings
+from toolsets.models import ToolExecution
+
+from .conftest import PASSWORD, login, send_and_wait, shot
+from .test_accessibility import Checker, set_up_workspace
+
+pytestmark = pytest.mark.e2e
+NEW_PASSWORD = "an even longer test passphrase"
+
+
+def admin_opens_signup() -> None:
+    # The switch is a row the admin edits (tests/chat/accounts/test_views.py drives the admin
+    # form): the admin UI is not driven here, because the long-lived test server caches content
+    # type ids that the database flush between browser tests renumbers.
+    AccountSettings.objects.update_or_create(pk=1, defaults={"open_signup": True})
+
+
+def test_sign_up_is_off_until_the_admin_opens_it(browser: Browser, stack: Any, e2e_user: Any) -> None:
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(stack.url + "/login/")
+    expect(page.get_by_test_id("signup-link")).to_have_count(0)
+    response = page.goto(stack.url + "/signup/")
+    assert response is not None and response.status == 404
+    expect(page.locator("h1")).to_have_text("Sign-up is closed")
+
+    admin_opens_signup()
+    page.goto(stack.url + "/login/")
+    page.get_by_test_id("signup-link").click()
+    page.wait_for_url("**/signup/")
+    page.fill("#id_username", "grace")
+    page.fill("#id_name", "Grace Hopper")
+    page.fill("#id_password1", "password")
+    page.fill("#id_password2", "password")
+    page.click("button[type=submit]")
+    expect(page.locator("#id_password2_error")).to_contain_text("This password is too common")
+    expect(page.locator("#id_password2")).to_have_attribute("aria-invalid", "true")
+    # What was typed, except the passwords, is still there.
+    expect(page.locator("#id_username")).to_have_value("grace")
+    expect(page.locator("#id_name")).to_have_value("Grace Hopper")
+    shot(page, "signup-errors-light", full_page=True)
+    page.fill("#id_password1", NEW_PASSWORD)
+    page.fill("#id_password2", NEW_PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(stack.url + "/")
+    expect(page.get_by_test_id("account-link")).to_contain_text("Grace Hopper")
+    assert get_user_model().objects.get(username="grace").first_name == "Grace Hopper"
+    context.close()
+
+
+def test_change_password_from_the_account_page(page: Page) -> None:
+    base = page.base_url  # type: ignore[attr-defined]
+    page.get_by_test_id("account-link").click()
+    page.wait_for_url("**/account/")
+    page.get_by_test_id("change-password-link").click()
+    page.wait_for_url("**/account/password/")
+    page.fill("#id_old_password", "not my password")
+    page.fill("#id_new_password1", NEW_PASSWORD)
+    page.fill("#id_new_password2", NEW_PASSWORD)
+    page.click("button[type=submit]")
+    expect(page.locator("#id_old_password_error")).to_contain_text("Your old password was entered incorrectly")
+    page.fill("#id_old_password", PASSWORD)
+    page.fill("#id_new_password1", NEW_PASSWORD)
+    page.fill("#id_new_password2", NEW_PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url("**/account/password/done/")
+    expect(page.locator("h1")).to_have_text("Password changed")
+    page.goto(base + "/")
+    expect(page.get_by_test_id("account-link")).to_be_visible()  # still signed in here
+    page.get_by_role("button", name="Sign out").click()
+    page.wait_for_url("**/login/")
+    page.fill("#id_username", "ada")
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    expect(page.locator(".form-error")).to_be_visible()
+    page.fill("#id_username", "ada")
+    page.fill("#id_password", NEW_PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(base + "/")
+
+
+def test_my_tasks_are_the_tasks_assigned_to_my_name(page: Page) -> None:
+    base = page.base_url  # type: ignore[attr-defined]
+    page.goto(base + "/account/")
+    page.fill("#id_name", "Ada Lovelace")
+    page.get_by_test_id("name-form").locator("button[type=submit]").click()
+    expect(page.locator(".form-ok")).to_have_text("Your name is saved.")
+    set_up_workspace(page)  # the sample data assigns some tasks to the user's name
+    page.goto(base + "/")
+    expect(page.get_by_test_id("account-link")).to_contain_text("Ada Lovelace")
+    send_and_wait(page, "What's on my plate?")
+    execution = ToolExecution.objects.get(tool="list_tasks")
+    assert execution.arguments["assignee"] == "Ada Lovelace"
+    answer = page.locator(".turn").last
+    expect(answer).to_contain_text("Accessibility audit of key pages")
+    expect(answer).to_contain_text("Draft the Q3 campaign brief")
+    expect(answer).not_to_contain_text("Finalize homepage copy")  # Priya's
+    shot(page, "demo-my-tasks-light")
+
+
+@pytest.fixture
+def axe_browser_page(browser: Browser, stack: Any, e2e_user: Any) -> Any:
+    context = browser.new_context(viewport={"width": 1280, "height": 860}, bypass_csp=True)
+    page = context.new_page()
+    page.base_url = stack.url  # type: ignore[attr-defined]
+    yield page
+    context.close()
+
+
+def test_account_pages_pass_axe_in_both_themes(axe_browser_page: Page, browser: Browser, stack: Any) -> None:
+    page = axe_browser_page
+    check = Checker(page, full_page=True)
+    page.goto(stack.url + "/signup/")
+    check("signup-closed")
+    admin_opens_signup()
+    page.goto(stack.url + "/login/")
+    check("login-with-signup")
+    page.goto(stack.url + "/signup/")
+    check("signup")
+    page.fill("#id_username", "bad name!")
+    page.fill("#id_password1", "short")
+    page.fill("#id_password2", "other")
+    page.click("button[type=submit]")
+    expect(page.locator(".errorlist").first).to_be_visible()
+    check("signup-errors")
+    login(page, stack.url)
+    page.goto(stack.url + "/account/")
+    check("account")
+    page.goto(stack.url + "/account/password/")
+    check("password-change")
+    page.fill("#id_old_password", "not my password")
+    page.fill("#id_new_password1", "short")
+    page.fill("#id_new_password2", "short")
+    page.click("button[type=submit]")
+    expect(page.locator(".errorlist").first).to_be_visible()
+    check("password-change-errors")
+    page.goto(stack.url + "/account/password/done/")
+    check("password-change-done")
+    check.assert_clean()
+
+
+def test_account_pages_on_a_phone(browser: Browser, stack: Any, e2e_user: Any) -> None:
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    page = context.new_page()
+    login(page, stack.url)
+    page.goto(stack.url + "/account/")
+    shot(page, "account-phone", full_page=True)
+    page.goto(stack.url + "/account/password/")
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    shot(page, "password-change-phone", full_page=True)
+    context.close()
