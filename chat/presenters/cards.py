@@ -14,7 +14,7 @@ from toolsets.registry import get_toolset, resolve
 from .. import dom, summaries, tool_content
 from ..agents.base import DELEGATE_PREFIX
 from ..agents.registry import builtin_agents
-from . import approval as approval_view
+from .approval import cached_text
 
 RESULT_DISPLAY_LIMIT = 20_000
 STATUS_LABELS = {
@@ -126,7 +126,7 @@ def card(
         # and for a result reused from the cache, when the call that produced it ran.
         "approval": approval if status == "waiting" else None,
         "cached_at": cached_at,
-        "cached_text": approval_view.cached_text(cached_at) if cached_at else "",
+        "cached_text": cached_text(cached_at) if cached_at else "",
     }
     # A call still starting has nothing to show under its header: no empty strip there until
     # its arguments (or anything else) are known.
