@@ -34,6 +34,11 @@ def attached(message: str) -> list[tuple[int, str, str]]:
     return [(int(m["id"]), m["name"], m["kind"].strip()) for m in _ATTACHED.finditer(note)]
 
 
+def own_words(message: str) -> str:
+    """The message without the note Tessera adds about its files."""
+    return message.partition(_NOTE)[0].rstrip()
+
+
 def intents(message: str) -> list[Intent]:
     """Files tool calls the message asks for; empty when it asks for none."""
     own, _, _ = message.partition(_NOTE)

@@ -165,7 +165,8 @@ def plan_reply(messages: Sequence[Any], tools: Sequence[Any] | None, tool_choice
                 arguments = json.dumps(arguments_dict, ensure_ascii=False)
                 calls.append(PlannedCall(_call_id(index, name, arguments, messages), name, arguments))
             return Plan(tool_calls=tuple(calls))
-        intents = demo_files.intents(user_text) or detect_intents(user_text) or delegating.research_intents(user_text)
+        own = demo_files.own_words(user_text)  # a file's name or size is not a request
+        intents = demo_files.intents(user_text) or detect_intents(own) or delegating.research_intents(own)
         seen = demo_files.describe_images(value_of(messages[user_index], "content")) if user_index is not None else ""
         if seen and not intents:
             return Plan(text=seen)
