@@ -204,7 +204,12 @@ def test_other_turns_keep_streaming_while_one_waits(session: Session, workspace_
             started = time.monotonic()
             await session.send(other, "What is 12*7? Then tell me a long story.")
             arrivals: list[float] = []
-            await until(ws, lambda f: arrivals.append(time.monotonic()) or finished(f), [])
+
+            def heard(frame: str) -> bool:
+                arrivals.append(time.monotonic())
+                return finished(frame)
+
+            await until(ws, heard, [])
             took = time.monotonic() - started
             # The first turn is still waiting, untouched.
             assert Turn.objects.get(chat=workspace_chat).status == Turn.Status.RUNNING
