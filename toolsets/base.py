@@ -11,7 +11,7 @@ import inspect
 import re
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 from urllib.parse import urlsplit
@@ -69,14 +69,14 @@ class Tool:
     status_text: StatusText | None = None
     wants_context: bool = False
     toolset_id: str = ""
+    # Awaited before the timed call, with its own limits (an MCP server's connection, say), so
+    # the tool's timeout measures the call itself.
+    prepare: Callable[[ToolContext], Awaitable[None]] | None = None
     # What a result was drawn from, for citations: result → [toolsets.sources.source(...)].
     sources: Callable[[Any], list[dict[str, str]]] | None = None
     # What the model reads of a result, when the JSON of it is not it (e.g. a result carrying
     # images: the model gets their description, the card shows them).
     model_text: Callable[[Any], str] | None = None
-
-    @property
-    def is_async(self) -> bool:
     # Tool policy (see toolsets.policy): "auto" runs, "ask" waits for the user's approval of
     # each call, "deny" is never offered. Empty: "ask" for tools with side effects, else "auto".
     policy: str = ""
@@ -96,6 +96,9 @@ class Tool:
     @property
     def declared_policy(self) -> str:
         return self.policy or ("ask" if self.side_effects else "auto")
+
+    @property
+    def is_async(self) -> bool:
         return inspect.iscoroutinefunction(self.func)
 
 
@@ -127,12 +130,12 @@ class Toolset:
     status_check: Callable[[], tuple[str, str]] | None = None
     # A partial the settings page includes in the toolset's card, with `state` in its context.
     card_template: str = ""
-
-    @property
-    def label(self) -> str:
     # The tools reach one server (an MCP server): besides each tool's own circuit breaker, the
     # failures of all of them count against one breaker for the whole toolset.
     shared_breaker: bool = False
+
+    @property
+    def label(self) -> str:
         return self.short_name or self.name
 
     def __post_init__(self) -> None:
@@ -186,12 +189,12 @@ def tool(
     summarize: Summarizer | None = None,
     status_text: StatusText | None = None,
     sources: Callable[[Any], list[dict[str, str]]] | None = None,
-) -> Callable[[Callable[..., Any]], Tool]:
-    """Turns a typed function into a Tool."""
-
     policy: str = "",
     cache_ttl_s: int = 0,
     cache_public: bool = False,
+) -> Callable[[Callable[..., Any]], Tool]:
+    """Turns a typed function into a Tool."""
+
     def wrap(func: Callable[..., Any]) -> Tool:
         doc = inspect.getdoc(func) or ""
         description = doc.strip().splitlines()[0] if doc.strip() else humanize(func.__name__)
@@ -209,12 +212,12 @@ def tool(
             status_text=status_text,
             wants_context=wants_context,
             sources=sources,
-        )
-
-    return wrap
             policy=policy,
             cache_ttl_s=cache_ttl_s,
             cache_public=cache_public,
+        )
+
+    return wrap
 
 
 def schema_for(func: Callable[..., Any]) -> tuple[dict[str, Any], bool]:

@@ -350,6 +350,8 @@ def validation_errors(tool_: Tool, arguments: dict[str, Any]) -> list[str]:
 
 async def _call(tool_: Tool, ctx: ToolContext, arguments: dict[str, Any]) -> Any:
     args = (ctx,) if tool_.wants_context else ()
+    if tool_.prepare is not None:
+        await tool_.prepare(ctx)
     if tool_.is_async:
         return await asyncio.wait_for(tool_.func(*args, **arguments), timeout=tool_.timeout_s)
     # Sync tools run in a thread (with Django's connection upkeep: they may use the ORM); the

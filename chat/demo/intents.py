@@ -33,6 +33,19 @@ class Intent:
 Matcher = Callable[[str], Iterable[Intent]]
 
 
+def offered_name(offered: dict[tuple[str, str], str], intent: Intent) -> str | None:
+    """The offered function that serves `intent`. An intent for an MCP server's tool is served
+    by that tool on whichever MCP toolset offers it: an admin may register the same server under
+    another name."""
+    found = offered.get((intent.toolset, intent.tool))
+    if found is None and intent.toolset.startswith("mcp_"):
+        found = next(
+            (name for (ts, tool), name in sorted(offered.items()) if ts.startswith("mcp_") and tool == intent.tool),
+            None,
+        )
+    return found
+
+
 # --- shared text helpers ---------------------------------------------------
 
 URL_RE = re.compile(r"https?://[^\s<>\"'`]+", re.IGNORECASE)

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from . import answers, delegating
 from . import files as demo_files
-from .intents import Intent, asks_for_own_tasks, detect_intents
+from .intents import Intent, asks_for_own_tasks, detect_intents, offered_name
 
 FAIL_BEFORE_TRIGGER = "[demo:fail-before]"
 FAIL_MID_TRIGGER = "[demo:fail-mid]"
@@ -146,7 +146,9 @@ def plan_reply(messages: Sequence[Any], tools: Sequence[Any] | None, tool_choice
     last = messages[-1] if messages else None
     last_role = value_of(last, "role") if last is not None else None
     user_index = _last_index(messages, "user")
-    user_text = content_text(value_of(messages[user_index], "content")) if user_index is not None else ""
+    full_text = content_text(value_of(messages[user_index], "content")) if user_index is not None else ""
+    # A file's name or size in the note about attached files is not a request.
+    user_text = demo_files.own_words(full_text)
 
     if last_role == "user":
         if FAIL_BEFORE_TRIGGER in user_text:
@@ -165,17 +167,16 @@ def plan_reply(messages: Sequence[Any], tools: Sequence[Any] | None, tool_choice
                 arguments = json.dumps(arguments_dict, ensure_ascii=False)
                 calls.append(PlannedCall(_call_id(index, name, arguments, messages), name, arguments))
             return Plan(tool_calls=tuple(calls))
-        own = demo_files.own_words(user_text)  # a file's name or size is not a request
-        intents = demo_files.intents(user_text) or detect_intents(own) or delegating.research_intents(own)
+        intents = demo_files.intents(full_text) or detect_intents(user_text) or delegating.research_intents(user_text)
         seen = demo_files.describe_images(value_of(messages[user_index], "content")) if user_index is not None else ""
         if seen and not intents:
             return Plan(text=seen)
         intents = _for_user(intents, user_text, user_name(messages))
-        usable = [i for i in intents if (i.toolset, i.tool) in offered]
+        usable = [i for i in intents if offered_name(offered, i)]
         if usable:
             calls = []
             for index, intent in enumerate(usable):
-                name = offered[(intent.toolset, intent.tool)]
+                name = offered_name(offered, intent) or ""
                 arguments = json.dumps(intent.arguments, ensure_ascii=False)
                 calls.append(PlannedCall(_call_id(index, name, arguments, messages), name, arguments))
             return Plan(tool_calls=tuple(calls))
@@ -192,7 +193,7 @@ def plan_reply(messages: Sequence[Any], tools: Sequence[Any] | None, tool_choice
     if results:
         missing: list[Intent] = []
         if offered:
-            missing = [i for i in detect_intents(user_text) if (i.toolset, i.tool) not in offered]
+            missing = [i for i in detect_intents(user_text) if not offered_name(offered, i)]
         return Plan(text=answers.results_answer(results, missing))
     if last_role == "system":
         return Plan(text=answers.out_of_tools_answer())

@@ -212,6 +212,11 @@ def _tool(spec: ServerSpec, key: str, listed: dict[str, Any]) -> Tool:
 
         return await client.call_tool(spec, original, arguments, ctx)
 
+    async def connect(ctx: ToolContext) -> None:
+        from . import client
+
+        await client.connect(spec, ctx)
+
     annotations = listed.get("annotations") or {}
     return Tool(
         func=call,
@@ -225,6 +230,7 @@ def _tool(spec: ServerSpec, key: str, listed: dict[str, Any]) -> Tool:
         side_effects=annotations.get("readOnlyHint") is not True,
         summarize=results.summary,
         wants_context=True,
+        prepare=connect,
         model_text=results.model_text,
     )
 

@@ -20,59 +20,26 @@ the same over every transport, as servers in the field implement them.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
-import logging
 import weakref
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any
-
-import anyio
-import httpx2
-import mcp_types as types
-from channels.db import database_sync_to_async
-from mcp.client import Client
-from mcp.client.auth.exceptions import OAuthFlowError
-from mcp.client.sse import sse_client
-from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.exceptions import MCPError
-from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
 from core import redact
 from toolsets.base import ToolContext, ToolFailure
 
 from . import catalog, results
 from .catalog import ServerSpec
+from .connection import CONNECT_TIMEOUT_S, Access, Connection, list_all_tools
+from .errors import auth_failure, describe, leaves
 from .models import MCPServer
 
-log = logging.getLogger(__name__)
+__all__ = ["Access", "access_for", "call_tool", "close_all", "connect", "describe", "discover", "leaves", "pool"]
 
-CLIENT_INFO = types.Implementation(name="Tessera", version="1.0")
-CONNECT_TIMEOUT_S = 20.0
-BACKOFF_START_S = 1.0
-BACKOFF_MAX_S = 60.0
-STABLE_AFTER_S = 60.0
 IDLE_CLOSE_S = 600.0
 MAX_CONNECTIONS = 64
-MAX_TOOL_PAGES = 20
-HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
-
-
-class AuthRequired(Exception):
-    """The server refused the caller's credential (or the OAuth grant needs renewing)."""
-
-
-@dataclass(frozen=True)
-class Access:
-    """How one caller reaches a server: which connection to share and what to send."""
-
-    key: str
-    headers: tuple[tuple[str, str], ...] = ()
-    user_id: int | None = None
 
 
 def access_for(spec: ServerSpec, user_id: int | None, token: str) -> Access:
@@ -103,6 +70,15 @@ async def call_tool(spec: ServerSpec, name: str, arguments: dict[str, Any], ctx:
     if raw.get("isError"):
         raise ToolFailure(results.model_text(shaped)[:4000] or f"{spec.name} reported an error without details.")
     return shaped
+
+
+async def connect(spec: ServerSpec, ctx: ToolContext) -> None:
+    """Makes sure the server is connected before a call starts, within the connection's own
+    budget: starting a stdio server or opening a session must not eat the tool's timeout."""
+    connection = pool().connection(spec, access_for(spec, ctx.user_id, ctx.api_key))
+    if not connection.connected:
+        ctx.progress(f"Connecting to {spec.name}", None)
+    await connection.ready(CONNECT_TIMEOUT_S)
 
 
 def _progress_reporter(ctx: ToolContext) -> Callable[[float, float | None, str | None], Any]:
@@ -173,331 +149,6 @@ class Pool:
         await asyncio.gather(*(c.close() for c in connections), *self._closing, return_exceptions=True)
 
 
-# --- One connection ----------------------------------------------------------------------------
-
-
-class Connection:
-    def __init__(self, spec: ServerSpec, access: Access) -> None:
-        self.spec = spec
-        self.access = access
-        self.client: Client | None = None
-        self.closed = False
-        self.active = 0
-        loop = asyncio.get_running_loop()
-        self.last_used = loop.time()
-        self._attempt: asyncio.Future[Client] | None = None
-        self._task: asyncio.Task[None] | None = None
-        self._ended = asyncio.Event()
-        self._failures = 0
-        self._next_start = 0.0
-        self._last_error = ""
-        self._last_status = 0
-        self._refresh: asyncio.Task[None] | None = None
-        self._refresh_again = False
-
-    # The caller's side.
-
-    async def call(
-        self,
-        name: str,
-        arguments: dict[str, Any],
-        progress: Any,
-        timeout: float,  # noqa: ASYNC109 - a per-request read timeout the SDK applies
-    ) -> dict[str, Any]:
-        client = await self.ready(min(timeout, CONNECT_TIMEOUT_S))
-        self.active += 1
-        self.last_used = asyncio.get_running_loop().time()
-        try:
-            # The read timeout is a backstop behind the executor's own (which cancels the call
-            # and so sends the cancellation): a server must not keep a request for ever.
-            result = await client.session.call_tool(
-                name, arguments, read_timeout_seconds=timeout + 5, progress_callback=progress
-            )
-        except MCPError as exc:
-            raise self._failure(exc) from None
-        except (httpx2.HTTPError, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
-            self._ended.set()
-            raise ToolFailure(f"{self.spec.name}: the connection failed ({describe(exc)}).", retryable=True) from None
-        finally:
-            self.active -= 1
-        data: dict[str, Any] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
-        return data
-
-    def _failure(self, exc: MCPError) -> ToolFailure:
-        if self._last_status in (401, 403):
-            return ToolFailure(
-                f"{self.spec.name} refused your credential (HTTP {self._last_status}).", error_type="permission_denied"
-            )
-        if exc.code == CONNECTION_CLOSED:
-            self._ended.set()
-            return ToolFailure(
-                f"{self.spec.name} closed the connection during the call (the server stopped or crashed).",
-                retryable=True,
-            )
-        if exc.code == REQUEST_TIMEOUT:
-            return ToolFailure(f"{self.spec.name} did not answer in time.", error_type="timeout_error", retryable=True)
-        return ToolFailure(f"{self.spec.name} answered with an error: {catalog.clean_text(exc.message, 500)}")
-
-    async def ready(self, budget: float) -> Client:
-        """The connected client, connecting (or waiting for a restart) within `budget` seconds."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + budget
-        if self.closed:
-            raise ToolFailure(f"{self.spec.name}: the connection was closed.", retryable=True)
-        if self.client is not None and not self._ended.is_set():
-            return self.client
-        if self._attempt is None or self._attempt.done():
-            # The last attempt is over (failed, or its connection ended): wait for the next one.
-            self._attempt = _quiet_future(loop)
-        if self._task is None or self._task.done():
-            self._start()
-        wait = self._next_start - loop.time()
-        if wait > budget:
-            raise ToolFailure(
-                f"{self.spec.name} is unreachable ({self._last_error}); the next attempt is in {wait:.0f} s.",
-                retryable=True,
-            )
-        assert self._attempt is not None
-        attempt = self._attempt
-        try:
-            client = await asyncio.wait_for(asyncio.shield(attempt), max(0.1, deadline - loop.time()))
-        except TimeoutError:
-            raise ToolFailure(
-                f"{self.spec.name} did not answer the connection within {budget:g} s.", retryable=True
-            ) from None
-        except AuthRequired as exc:
-            raise ToolFailure(str(exc), error_type="permission_denied") from None
-        except Exception as exc:
-            raise ToolFailure(f"{self.spec.name} is unreachable: {describe(exc)}", retryable=True) from None
-        if self._ended.is_set():
-            raise ToolFailure(f"{self.spec.name}: the connection ended.", retryable=True)
-        return client
-
-    async def close(self) -> None:
-        self.closed = True
-        self._ended.set()
-        for task in (self._task, self._refresh):
-            if task is not None and not task.done():
-                with contextlib.suppress(BaseException):
-                    await asyncio.wait_for(task, 15)
-
-    # The connection's own task.
-
-    def _start(self) -> None:
-        loop = asyncio.get_running_loop()
-        if self._attempt is None or self._attempt.done():
-            self._attempt = _quiet_future(loop)
-        self._task = loop.create_task(self._supervise(), name=f"mcp:{self.spec.toolset_id}:{self.access.key[:12]}")
-
-    async def _supervise(self) -> None:
-        loop = asyncio.get_running_loop()
-        while not self.closed:
-            delay = self._next_start - loop.time()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            if self.closed:
-                break
-            if self._attempt is None or self._attempt.done():
-                self._attempt = _quiet_future(loop)
-            attempt = self._attempt
-            self._ended = asyncio.Event()
-            up_at: float | None = None
-            error = ""
-            auth_failed = False
-            try:
-                async with AsyncExitStack() as stack:
-                    async with asyncio.timeout(CONNECT_TIMEOUT_S):
-                        client = await stack.enter_async_context(self._client(stack))
-                    self.client, up_at = client, loop.time()
-                    attempt.set_result(client)
-                    await self._health(None)
-                    await self._ended.wait()
-            except asyncio.CancelledError:
-                if not self.closed:
-                    raise
-            except BaseException as exc:  # every failure ends this attempt; the loop decides
-                auth_failed = _auth_failure(exc) or self._last_status in (401, 403)
-                error = (
-                    f"the server did not answer within {CONNECT_TIMEOUT_S:g} s"
-                    if isinstance(exc, TimeoutError)
-                    else describe(exc)
-                )
-                if not attempt.done():
-                    attempt.set_exception(
-                        AuthRequired(f"{self.spec.name} refused your credential: {error}")
-                        if auth_failed
-                        else ConnectionError(error)
-                    )
-            finally:
-                self.client = None
-            if self.closed:
-                break
-            stable = up_at is not None and loop.time() - up_at > STABLE_AFTER_S
-            self._failures = 1 if stable else self._failures + 1
-            self._next_start = loop.time() + min(BACKOFF_MAX_S, BACKOFF_START_S * 2 ** (self._failures - 1))
-            self._last_error = error or "the connection ended"
-            if up_at is None and not auth_failed:
-                # Only a failed connection attempt makes a server unreachable: one that ended
-                # after working is started again (stdio) or reconnected (remote), and a
-                # user's refused credential says nothing about the server.
-                await self._health(self._last_error)
-            waited_for = self._attempt is not None and not self._attempt.done()
-            if self.spec.transport != MCPServer.Transport.STDIO and not waited_for:
-                return  # a remote server is reconnected by the next call that needs it
-            log.warning(
-                "MCP server %s stopped (%s); restarting in %.0f s",
-                self.spec.name,
-                self._last_error,
-                self._next_start - loop.time(),
-            )
-
-    @contextlib.asynccontextmanager
-    async def _client(self, stack: AsyncExitStack) -> AsyncIterator[Client]:
-        async with Client(
-            _Watched(self._transport(stack), self._ended),
-            mode="legacy",
-            cache=None,
-            message_handler=self._on_message,
-            client_info=CLIENT_INFO,
-        ) as client:
-            yield client
-
-    def _transport(self, stack: AsyncExitStack) -> Any:
-        spec = self.spec
-        if spec.transport == MCPServer.Transport.STDIO:
-            params = StdioServerParameters(command=spec.command, args=list(spec.args), env=dict(spec.env) or None)
-            return stdio_client(params)
-        auth = self._auth()
-        headers = dict(self.access.headers)
-
-        async def note_status(response: httpx2.Response) -> None:
-            if response.status_code in (401, 403):
-                self._last_status = response.status_code
-            elif response.status_code < 300:
-                self._last_status = 0
-
-        if spec.transport == MCPServer.Transport.SSE:
-
-            def factory(
-                headers: dict[str, str] | None = None,
-                timeout: httpx2.Timeout | None = None,
-                auth: httpx2.Auth | None = None,
-            ) -> httpx2.AsyncClient:
-                return httpx2.AsyncClient(
-                    headers=headers, timeout=timeout or HTTP_TIMEOUT, auth=auth, event_hooks={"response": [note_status]}
-                )
-
-            return sse_client(spec.url, headers=headers, auth=auth, httpx_client_factory=factory)
-        http = httpx2.AsyncClient(
-            headers=headers, auth=auth, timeout=HTTP_TIMEOUT, event_hooks={"response": [note_status]}
-        )
-        stack.push_async_callback(http.aclose)
-        return streamable_http_client(spec.url, http_client=http)
-
-    def _auth(self) -> httpx2.Auth | None:
-        if self.spec.credential != MCPServer.Credential.OAUTH or self.access.user_id is None:
-            return None
-        from . import oauth
-
-        return oauth.runtime_provider(self.spec, self.access.user_id)
-
-    async def _on_message(self, message: Any) -> None:
-        if isinstance(message, types.ToolListChangedNotification):
-            if self._refresh is not None and not self._refresh.done():
-                self._refresh_again = True
-            else:
-                self._refresh = asyncio.get_running_loop().create_task(self._refresh_tools())
-        elif isinstance(message, Exception):
-            log.info("MCP server %s: %s", self.spec.name, describe(message))
-
-    async def _refresh_tools(self) -> None:
-        while True:
-            self._refresh_again = False
-            client = self.client
-            if client is None:
-                return
-            try:
-                listed = await list_all_tools(client)
-                await database_sync_to_async(catalog.store_tools, thread_sensitive=False)(self.spec.id, listed)
-            except Exception:
-                log.warning("Refreshing the tools of %s failed", self.spec.name, exc_info=True)
-            if not self._refresh_again:
-                return
-
-    async def _health(self, error: str | None) -> None:
-        if catalog.record_health(self.spec.id, error):
-            try:
-                await database_sync_to_async(catalog.write_health, thread_sensitive=False)(self.spec.id)
-            except Exception:  # the in-process state is already right; the row is best effort
-                log.warning("Storing the health of %s failed", self.spec.name, exc_info=True)
-
-
-class _Watched:
-    """A transport whose read stream's end sets `ended`: how a connection learns, while idle,
-    that its server went away (a stdio child that exited, a stream the server closed)."""
-
-    def __init__(self, inner: Any, ended: asyncio.Event) -> None:
-        self.inner = inner
-        self.ended = ended
-
-    async def __aenter__(self) -> tuple[Any, Any]:
-        read, write = await self.inner.__aenter__()
-        return _WatchedRead(read, self.ended), write
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> bool | None:
-        self.ended.set()
-        result: bool | None = await self.inner.__aexit__(exc_type, exc, tb)
-        return result
-
-
-class _WatchedRead:
-    def __init__(self, inner: Any, ended: asyncio.Event) -> None:
-        self.inner = inner
-        self.ended = ended
-
-    async def receive(self) -> Any:
-        try:
-            return await self.inner.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            self.ended.set()
-            raise
-
-    def __aiter__(self) -> _WatchedRead:
-        return self
-
-    async def __anext__(self) -> Any:
-        try:
-            return await self.inner.__anext__()
-        except StopAsyncIteration:
-            self.ended.set()
-            raise
-
-    async def aclose(self) -> None:
-        self.ended.set()
-        await self.inner.aclose()
-
-    async def __aenter__(self) -> _WatchedRead:
-        await self.inner.__aenter__()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> bool | None:
-        self.ended.set()
-        result: bool | None = await self.inner.__aexit__(exc_type, exc, tb)
-        return result
-
-
-def _quiet_future(loop: asyncio.AbstractEventLoop) -> asyncio.Future[Client]:
-    # Nobody may be waiting when an attempt fails: retrieve the exception so asyncio does not
-    # log it as lost.
-    future: asyncio.Future[Client] = loop.create_future()
-    future.add_done_callback(lambda f: f.cancelled() or f.exception())
-    return future
-
-
 # --- Discovery (the admin's "Test connection / refresh tools") ---------------------------------
 
 
@@ -506,18 +157,6 @@ class Discovery:
     server_name: str
     server_version: str
     tools: list[dict[str, Any]]
-
-
-async def list_all_tools(client: Client) -> list[dict[str, Any]]:
-    listed: list[dict[str, Any]] = []
-    cursor: str | None = None
-    for _ in range(MAX_TOOL_PAGES):
-        page = await client.session.list_tools(params=types.PaginatedRequestParams(cursor=cursor) if cursor else None)
-        listed += [tool.model_dump(by_alias=True, mode="json", exclude_none=True) for tool in page.tools]
-        cursor = page.next_cursor
-        if not cursor or len(listed) > catalog.MAX_TOOLS * 2:
-            break
-    return listed
 
 
 async def discover(spec: ServerSpec, access: Access, timeout: float = CONNECT_TIMEOUT_S) -> Discovery:  # noqa: ASYNC109
@@ -533,40 +172,9 @@ async def discover(spec: ServerSpec, access: Access, timeout: float = CONNECT_TI
     except TimeoutError:
         raise ConnectionError(f"The server did not answer within {timeout:g} s.") from None
     except Exception as exc:
-        if connection._last_status in (401, 403) or _auth_failure(exc):
+        if connection._last_status in (401, 403) or auth_failure(exc):
             raise ConnectionError(
                 f"The server refused the credential (HTTP {connection._last_status or 401})."
             ) from None
         raise ConnectionError(describe(exc)) from None
     return Discovery(server_name=info.name if info else "", server_version=info.version if info else "", tools=listed)
-
-
-# --- Errors as people read them ----------------------------------------------------------------
-
-
-def _leaves(exc: BaseException) -> list[BaseException]:
-    if isinstance(exc, BaseExceptionGroup):
-        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
-    return [exc]
-
-
-def _auth_failure(exc: BaseException) -> bool:
-    return any(isinstance(leaf, (OAuthFlowError, AuthRequired)) for leaf in _leaves(exc))
-
-
-def describe(exc: BaseException) -> str:
-    """One line naming what went wrong, redacted (it reaches pages, the model and the database)."""
-    leaf = _leaves(exc)[0]
-    if isinstance(leaf, MCPError):
-        text = leaf.message
-    elif isinstance(leaf, FileNotFoundError):
-        text = f"command not found: {leaf.filename or leaf}"
-    elif isinstance(leaf, httpx2.ConnectError):
-        text = f"could not connect ({leaf})"
-    elif isinstance(leaf, httpx2.HTTPStatusError):
-        text = f"HTTP {leaf.response.status_code}"
-    elif isinstance(leaf, TimeoutError):
-        text = "timed out"
-    else:
-        text = f"{type(leaf).__name__}: {leaf}" if str(leaf) else type(leaf).__name__
-    return redact.redact(catalog.clean_text(text, 500).replace("\n", " ")) or type(leaf).__name__

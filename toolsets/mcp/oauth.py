@@ -233,7 +233,7 @@ class Pending:
 async def start(spec: ServerSpec, user_id: int, redirect_uri: str) -> tuple[str, Pending] | None:
     """Begins the flow: the authorization URL to send the browser to, and what to keep; None
     when the server accepted the stored grant as it is."""
-    from .client import _leaves
+    from .errors import leaves
 
     storage = GrantStorage(spec.id, user_id)
     await storage.clear_tokens()  # Connect means "authorize again", whatever is stored
@@ -248,7 +248,7 @@ async def start(spec: ServerSpec, user_id: int, redirect_uri: str) -> tuple[str,
         ):
             return None
     except BaseException as exc:
-        consent = next((e for e in _leaves(exc) if isinstance(e, ConsentNeeded)), None)
+        consent = next((e for e in leaves(exc) if isinstance(e, ConsentNeeded)), None)
         if consent is None:
             raise
     url = consent.url

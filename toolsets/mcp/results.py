@@ -9,6 +9,7 @@ type (chat.tool_content); the model reads `model_text`, never the image data.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 MAX_TEXT = 100_000
@@ -115,7 +116,7 @@ def summary(result: Any) -> str:
         return "Done"
     for block in result["content"]:
         if block["type"] == "text" and str(block.get("text", "")).strip():
-            return str(block["text"]).strip().splitlines()[0]
+            return _plain_line(str(block["text"]).strip().splitlines()[0])
     kinds = [block["type"] for block in result["content"]]
     if "image" in kinds:
         return "An image" if kinds.count("image") == 1 else f"{kinds.count('image')} images"
@@ -124,3 +125,17 @@ def summary(result: Any) -> str:
     if "structuredContent" in result:
         return "Structured result"
     return "No content"
+
+
+_MARKS = re.compile(r"(\*\*|\*|`+|~~)(?=\S)(.+?)(?<=\S)\1")
+_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+
+
+def _plain_line(line: str) -> str:
+    """A text result's first line for the card's header: the Markdown it is rendered with in the
+    card's body would show as stray asterisks here."""
+    line = re.sub(r"^\s*(?:#{1,6}\s+|[-*+]\s+|>\s*)", "", line)
+    line = _LINK.sub(r"\1", line)
+    for _ in range(3):  # nested emphasis: ***x***, **`x`**
+        line = _MARKS.sub(r"\2", line)
+    return line.strip() or "Done"

@@ -8,6 +8,7 @@ import asyncio
 import base64
 import os
 import sys
+import time
 from pathlib import Path
 
 import anyio
@@ -119,4 +120,6 @@ if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] in ("http", "sse"):
         http(int(sys.argv[2]), sys.argv[3:], sse=sys.argv[1] == "sse")
     else:
+        # A server that is slow to start (a package manager's first run, say).
+        time.sleep(float(os.environ.get("SLOW_START_S", "0")))
         server.run("stdio")

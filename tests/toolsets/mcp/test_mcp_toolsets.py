@@ -40,7 +40,7 @@ async def test_discovery_lists_the_servers_tools_with_its_name_and_version(stdio
 
 
 async def test_a_call_returns_the_content_and_is_audited(stdio_server: Any, user: Any) -> None:
-    execution = await execute(name("echo"), '{"text": "hi"}', user_id=user.pk, tool_call_id="c1")
+    execution = await execute(name("echo"), '{"text": "hi"}', user_id=user.pk, tool_call_id="c1", pre_approved=True)
     assert execution.ok, execution.error
     assert execution.result["content"] == [{"type": "text", "text": "echo: hi"}]
     assert execution.model_content(1000) == "echo: hi"
@@ -49,7 +49,7 @@ async def test_a_call_returns_the_content_and_is_audited(stdio_server: Any, user
 
 
 async def test_arguments_are_validated_against_the_servers_schema(stdio_server: Any, user: Any) -> None:
-    execution = await execute(name("echo"), '{"text": 5}', user_id=user.pk, tool_call_id="c1")
+    execution = await execute(name("echo"), '{"text": 5}', user_id=user.pk, tool_call_id="c1", pre_approved=True)
     assert execution.error is not None and execution.error.type == "validation_error"
     assert any("text" in detail for detail in execution.error.details)
 
@@ -60,9 +60,12 @@ async def test_progress_notifications_reach_the_progress_callback(stdio_server: 
     def progress(text: str, percent: float | None = None) -> None:
         seen.append((text, percent))
 
-    execution = await execute(name("steps"), {"count": 3}, user_id=user.pk, tool_call_id="c1", progress=progress)
+    execution = await execute(
+        name("steps"), {"count": 3}, user_id=user.pk, tool_call_id="c1", pre_approved=True, progress=progress
+    )
     assert execution.ok
     assert seen == [
+        ("Connecting to Test server", None),  # the first call starts the server
         ("Step 1 of 3", pytest.approx(100 / 3)),
         ("Step 2 of 3", pytest.approx(200 / 3)),
         ("Step 3 of 3", 100),
@@ -70,13 +73,15 @@ async def test_progress_notifications_reach_the_progress_callback(stdio_server: 
 
 
 async def test_an_is_error_result_is_an_execution_error_the_model_reads(stdio_server: Any, user: Any) -> None:
-    execution = await execute(name("fail"), {"reason": "on purpose"}, user_id=user.pk, tool_call_id="c1")
+    execution = await execute(
+        name("fail"), {"reason": "on purpose"}, user_id=user.pk, tool_call_id="c1", pre_approved=True
+    )
     assert execution.error is not None and execution.error.type == "execution_error"
     assert "it broke: on purpose" in execution.model_content(1000)
 
 
 async def test_an_image_result_is_shown_in_the_card_and_described_to_the_model(stdio_server: Any, user: Any) -> None:
-    execution = await execute(name("picture"), {}, user_id=user.pk, tool_call_id="c1")
+    execution = await execute(name("picture"), {}, user_id=user.pk, tool_call_id="c1", pre_approved=True)
     assert execution.ok
     block = execution.result["content"][0]
     assert block["type"] == "image" and block["mimeType"] == "image/png"
@@ -91,7 +96,8 @@ async def test_cancelling_a_call_sends_the_protocols_cancellation(stdio_server: 
     running = asyncio.Event()
 
     def progress(text: str, percent: float | None = None) -> None:
-        running.set()  # the server is inside the tool
+        if text == "Sleeping":
+            running.set()  # the server is inside the tool
 
     task = asyncio.ensure_future(
         execute(
@@ -99,6 +105,7 @@ async def test_cancelling_a_call_sends_the_protocols_cancellation(stdio_server: 
             {"seconds": 30, "marker": str(marker)},
             user_id=user.pk,
             tool_call_id="c1",
+            pre_approved=True,
             progress=progress,
         )
     )
@@ -120,31 +127,37 @@ async def test_a_hanging_call_times_out_without_holding_up_other_calls(
     await sync_to_async(_refresh_registry)()
     # A 1 s budget may not cover starting the server: the start goes on in the background.
     for _ in range(20):
-        if (await execute(name("echo"), {"text": "warm"}, user_id=user.pk, tool_call_id="c0")).ok:
+        if (await execute(name("echo"), {"text": "warm"}, user_id=user.pk, tool_call_id="c0", pre_approved=True)).ok:
             break
         await asyncio.sleep(0.5)
     slow = asyncio.ensure_future(
-        execute(name("slow"), {"seconds": 30, "marker": str(tmp_path / "m")}, user_id=user.pk, tool_call_id="c1")
+        execute(
+            name("slow"),
+            {"seconds": 30, "marker": str(tmp_path / "m")},
+            user_id=user.pk,
+            tool_call_id="c1",
+            pre_approved=True,
+        )
     )
     await asyncio.sleep(0.3)
-    quick = await execute(name("echo"), {"text": "meanwhile"}, user_id=user.pk, tool_call_id="c2")
+    quick = await execute(name("echo"), {"text": "meanwhile"}, user_id=user.pk, tool_call_id="c2", pre_approved=True)
     assert quick.ok and not slow.done()
     timed_out = await slow
     assert timed_out.error is not None and timed_out.error.type == "timeout_error"
 
 
 async def test_a_server_killed_mid_call_fails_that_call_and_is_restarted(stdio_server: Any, user: Any) -> None:
-    first = await execute(name("pid"), {}, user_id=user.pk, tool_call_id="c0")
-    crashed = await execute(name("crash"), {}, user_id=user.pk, tool_call_id="c1")
+    first = await execute(name("pid"), {}, user_id=user.pk, tool_call_id="c0", pre_approved=True)
+    crashed = await execute(name("crash"), {}, user_id=user.pk, tool_call_id="c1", pre_approved=True)
     assert crashed.error is not None and crashed.error.type == "execution_error"
     assert "closed the connection" in crashed.error.message
-    again = await execute(name("pid"), {}, user_id=user.pk, tool_call_id="c2")
+    again = await execute(name("pid"), {}, user_id=user.pk, tool_call_id="c2", pre_approved=True)
     assert again.ok, again.error
     assert again.result["content"][0]["text"] != first.result["content"][0]["text"]  # a new process
 
 
 async def test_tools_list_changed_refreshes_the_stored_tools(stdio_server: Any, user: Any) -> None:
-    execution = await execute(name("grow"), {}, user_id=user.pk, tool_call_id="c1")
+    execution = await execute(name("grow"), {}, user_id=user.pk, tool_call_id="c1", pre_approved=True)
     assert execution.ok
     for _ in range(50):
         server = await MCPServer.objects.aget(pk=stdio_server.pk)
@@ -153,7 +166,7 @@ async def test_tools_list_changed_refreshes_the_stored_tools(stdio_server: Any, 
         await asyncio.sleep(0.1)
     assert any(t["name"] == "added" for t in server.tools)
     await sync_to_async(_refresh_registry)()
-    added = await execute(name("added"), {"x": 21}, user_id=user.pk, tool_call_id="c2")
+    added = await execute(name("added"), {"x": 21}, user_id=user.pk, tool_call_id="c2", pre_approved=True)
     assert added.ok and added.result["content"][0]["text"] == "42"
 
 
@@ -183,17 +196,17 @@ async def test_per_user_credentials_go_to_the_server_as_each_users_header(
         name="HTTP", slug="h1", transport="http", url=http_server_url, credential="user_token", _as=user.pk
     )
     assert "whoami" in {t["name"] for t in server.tools}, server.refresh_message
-    mine = await execute(name("whoami", "h1"), {}, user_id=user.pk, tool_call_id="c1")
+    mine = await execute(name("whoami", "h1"), {}, user_id=user.pk, tool_call_id="c1", pre_approved=True)
     assert mine.ok and mine.result["content"][0]["text"] == "tok-alice"
     # The other user has no token yet: not usable, and said why.
     theirs = (await sync_to_async(availability.for_user)(other_user.pk))["mcp_h1"]
     assert theirs.reason == availability.NO_API_KEY
     await UserToolsetConfig.objects.acreate(user=other_user, toolset_id="mcp_h1", api_key="tok-mallory")
-    refused = await execute(name("whoami", "h1"), {}, user_id=other_user.pk, tool_call_id="c2")
+    refused = await execute(name("whoami", "h1"), {}, user_id=other_user.pk, tool_call_id="c2", pre_approved=True)
     assert refused.error is not None and refused.error.type == "permission_denied"
     assert "tok-mallory" not in refused.error.message
     # A refused user never makes the server "unreachable" for the others.
-    again = await execute(name("whoami", "h1"), {}, user_id=user.pk, tool_call_id="c3")
+    again = await execute(name("whoami", "h1"), {}, user_id=user.pk, tool_call_id="c3", pre_approved=True)
     assert again.ok
 
 
@@ -208,9 +221,41 @@ async def test_http_sessions_are_reused_across_calls(transactional_db: Any, user
         headers=json.dumps({"Authorization": "Bearer tok-bob"}),
     )
     for number in range(3):
-        done = await execute(name("whoami", "h2"), {}, user_id=user.pk, tool_call_id=f"c{number}")
+        done = await execute(name("whoami", "h2"), {}, user_id=user.pk, tool_call_id=f"c{number}", pre_approved=True)
         assert done.ok and done.result["content"][0]["text"] == "tok-bob"
     assert len(client.pool().connections) == 1
+
+
+async def test_a_slow_starting_server_does_not_eat_the_first_calls_timeout(transactional_db: Any, user: Any) -> None:
+    await sync_to_async(register)(
+        name="Slow",
+        slug="slow",
+        transport="stdio",
+        command=sys.executable,
+        args=[str(SERVER)],
+        env=json.dumps({"SLOW_START_S": "1.5"}),
+        timeout_s=1,
+    )
+    seen: list[str] = []
+    done = await execute(
+        name("echo", "slow"),
+        {"text": "late"},
+        user_id=user.pk,
+        tool_call_id="c1",
+        pre_approved=True,
+        progress=lambda text, *_: seen.append(text),
+    )
+    assert done.ok, done.error
+    assert seen == ["Connecting to Slow"]
+    again = await execute(
+        name("echo", "slow"),
+        {"text": "x"},
+        user_id=user.pk,
+        tool_call_id="c2",
+        pre_approved=True,
+        progress=lambda text, *_: seen.append(text),
+    )
+    assert again.ok and seen == ["Connecting to Slow"]
 
 
 async def test_the_legacy_sse_transport_discovers_calls_and_reports_progress(
@@ -224,11 +269,12 @@ async def test_the_legacy_sse_transport_discovers_calls_and_reports_progress(
         {"count": 2},
         user_id=user.pk,
         tool_call_id="c1",
+        pre_approved=True,
         progress=lambda text, *_: seen.append(text),
     )
     assert done.ok, done.error
-    assert seen == ["Step 1 of 2", "Step 2 of 2"]
-    failed = await execute(name("fail", "s1"), {"reason": "sse"}, user_id=user.pk, tool_call_id="c2")
+    assert seen == ["Connecting to SSE", "Step 1 of 2", "Step 2 of 2"]
+    failed = await execute(name("fail", "s1"), {"reason": "sse"}, user_id=user.pk, tool_call_id="c2", pre_approved=True)
     assert failed.error is not None and failed.error.type == "execution_error"
 
 

@@ -73,13 +73,13 @@ def test_connect_consent_callback_then_calls_carry_and_refresh_the_token(oauth_s
     assert [t["name"] for t in oauth_server.tools] == ["whoami"]
     assert availability.for_user(user.pk)["mcp_oa"].usable
 
-    first = async_to_sync(execute)(TOOL, {}, user_id=user.pk, tool_call_id="c1")
+    first = async_to_sync(execute)(TOOL, {}, user_id=user.pk, tool_call_id="c1", pre_approved=True)
     assert first.ok, first.error
     number, subject = first.result["content"][0]["text"].split()
     assert subject == "alice@example"
 
     time.sleep(2.5)  # the access token lives 2 s; the stored refresh token gets a new one
-    second = async_to_sync(execute)(TOOL, {}, user_id=user.pk, tool_call_id="c2")
+    second = async_to_sync(execute)(TOOL, {}, user_id=user.pk, tool_call_id="c2", pre_approved=True)
     assert second.ok, second.error
     assert int(second.result["content"][0]["text"].split()[0]) > int(number)
 
