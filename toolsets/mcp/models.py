@@ -127,6 +127,7 @@ class OAuthGrant(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["user", "server"], name="mcp_one_grant_per_user_server")]
+        verbose_name = "OAuth connection"
 
     def __str__(self) -> str:
         return f"{self.user} · {self.server}"
