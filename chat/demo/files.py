@@ -112,7 +112,11 @@ def _read_block(data: dict[str, Any], arguments: dict[str, Any]) -> str | None:
     name = _name(data)
     if "image" in data:
         return f"**{name}**: {data['text']}{_mark(data)}"
-    where = f" (page {data['page']} of {data['pages']})" if data.get("pages") else ""
+    where = ""
+    if data.get("pages"):
+        first, last = data.get("page") or data.get("first_page"), data.get("page") or data.get("last_page")
+        span = f"page {first}" if first == last else f"pages {first}–{last}"
+        where = f" ({span} of {data['pages']})"
     if data.get("columns") is not None and data.get("type") == "CSV":
         columns = [str(c).replace("|", "/") for c in data["columns"]]
         lines = [f"**{name}** is a table of {data.get('rows', 0)} rows with {len(columns)} columns{_mark(data)}:", ""]

@@ -134,7 +134,7 @@ def test_paperclip_drop_paste_thumbnail_remove_and_send(files_page: Page, tmp_pa
     expect(page.locator('[data-testid="attach-chip"]')).to_have_count(0)
     wait_turn_done(page, 60_000)
     answer = page.locator(".turn").last
-    expect(answer).to_contain_text("report.pdf (page 1 of 2) in short: Quarterly report.")
+    expect(answer).to_contain_text("report.pdf (pages 1–2 of 2) in short: Quarterly report.")
     expect(answer.locator("sup.cite a")).to_have_count(1)
     source = answer.locator('[data-testid="source"] a').first
     assert (source.get_attribute("href") or "").startswith("/files/")
@@ -251,6 +251,7 @@ def test_phone_layout_and_axe(browser: Browser, stack: Any, e2e_user: Any, tmp_p
             if found:
                 failures.append(describe(found, f"sent files, {theme}"))
         href = page.locator('[data-testid="message-file"] a', has_text="notes.md").get_attribute("href")
+        chat_url = page.url
         page.goto(page.base_url + href)  # type: ignore[attr-defined, operator]
         for theme in ("light", "dark"):
             set_theme(page, theme)
@@ -259,9 +260,11 @@ def test_phone_layout_and_axe(browser: Browser, stack: Any, e2e_user: Any, tmp_p
                 failures.append(describe(found, f"file preview, {theme}"))
             shot(page, f"files-preview-{theme}")
         assert not failures, "\n".join(failures)
-        page.go_back()
         page.set_viewport_size({"width": 390, "height": 800})
+        page.goto(chat_url)
         set_theme(page, "light")
+        page.wait_for_selector('[data-testid="message-files"]')
+        shot(page, "files-phone-sent")
         page.set_input_files('[data-testid="attach-input"]', [str(image)])
         expect(_chip(page, "photo.png")).to_have_class("file-chip is-ready", timeout=20_000)
         shot(page, "files-phone")

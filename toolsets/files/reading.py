@@ -117,7 +117,12 @@ def read_range(attachment: Attachment, page: int | None, start: int | None, leng
     }
     if pages > 1:
         result["pages"] = pages
-        result["page"] = page if page is not None else page_of(attachment, begin)
+        if page is not None:
+            result["page"] = page
+        else:
+            # A character range may run over several pages: the first and the last it touches.
+            result["first_page"] = page_of(attachment, begin)
+            result["last_page"] = page_of(attachment, max(begin, end - 1))
     if end < len(text):
         result["next_start"] = end if page is None else None
         if page is None:
@@ -133,7 +138,7 @@ def read_range(attachment: Attachment, page: int | None, start: int | None, leng
         result["image"] = {k: attachment.facts[k] for k in ("width", "height", "format", "colour", "colour_name")}
     if attachment.facts.get("no_text"):
         result["note"] = "This PDF has no text layer (a scan?): there is nothing to read."
-    result["link"] = link(attachment, page=result.get("page"), start=begin, end=end)
+    result["link"] = link(attachment, page=result.get("page") or result.get("first_page"), start=begin, end=end)
     return {k: v for k, v in result.items() if v is not None}
 
 

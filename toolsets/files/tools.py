@@ -40,8 +40,17 @@ def list_files(
     return {"scope": scope, "files": found, "count": len(found)}
 
 
+def pages_text(result: dict[str, Any]) -> str:
+    """ "page 2 of 5" or "pages 1–2 of 5" for a read; "" for a file without pages."""
+    if not result.get("pages"):
+        return ""
+    first, last = result.get("page") or result.get("first_page"), result.get("page") or result.get("last_page")
+    span = f"page {first}" if first == last else f"pages {first}–{last}"
+    return f"{span} of {result['pages']}"
+
+
 def _range_text(result: dict[str, Any]) -> str:
-    where = f"page {result['page']} of {result['pages']}, " if result.get("pages") else ""
+    where = f"{pages_text(result)}, " if result.get("pages") else ""
     return (
         f"{result['name']}: {where}characters {result['start']:,}–{result['end']:,} of {result['total_characters']:,}"
     )
@@ -54,7 +63,7 @@ def _read_status(args: dict[str, Any]) -> str:
 
 
 def _read_sources(result: dict[str, Any]) -> list[dict[str, str]]:
-    page = f", page {result['page']}" if result.get("pages") else ""
+    page = ", " + pages_text(result).rpartition(" of ")[0] if result.get("pages") else ""
     return [
         source(
             f"{result['name']}{page}",

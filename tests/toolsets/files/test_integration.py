@@ -72,7 +72,7 @@ def test_the_agent_reads_an_attached_pdf_and_cites_it(stack: Any, user: Any, dem
     assert execution.arguments == {"file_id": body["id"]}
     assert execution.sources and execution.sources[0]["url"].startswith(f"/files/{body['id']}/?from=")
     answer = Message.objects.filter(turn=turn, role=Message.Role.ASSISTANT).latest("id").content
-    assert "**report.pdf** (page 1 of 2) in short: Quarterly report. Revenue grew by 12 percent" in answer
+    assert "**report.pdf** (pages 1–2 of 2) in short: Quarterly report. Revenue grew by 12 percent" in answer
     assert "[1]" in answer
     page = http.get(f"/chats/{chat.pk}/").text
     assert 'class="cite"' in page and f'href="/files/{body["id"]}/?from=' in page.replace("&amp;", "&")

@@ -60,12 +60,13 @@ def test_read_file_by_character_range_says_what_follows(user: Any, attach_file: 
 
 
 def test_read_file_reports_reading_and_failed_files(user: Any) -> None:
-    from django.core.files.uploadedfile import SimpleUploadedFile
+    from django.core.files.base import ContentFile
 
-    from toolsets.files import attach
-    from toolsets.files.models import FileLimits
+    from toolsets.files.models import Attachment
 
-    pending = attach.accept(user.pk, SimpleUploadedFile("a.txt", b"hi"), FileLimits.load())
+    # Stored without a task to read it: it stays "reading".
+    pending = Attachment(owner=user, name="a.txt", size=2, kind="text", content_type="text/plain")
+    pending.file.save("a.txt", ContentFile(b"hi"))
     done = run(user, "read_file", {"file_id": pending.pk})
     assert done.error is not None and "still being read" in done.error.message
     pending.status, pending.error = "failed", "The file is not valid UTF-8 text."

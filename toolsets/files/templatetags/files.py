@@ -33,3 +33,11 @@ def message_files(message: Any) -> dict[str, Any]:
 @register.simple_tag
 def file_limits() -> FileLimits:
     return FileLimits.load()
+
+
+@register.filter
+def file_size(size: int) -> str:
+    """The size as the composer's chips show it ("915 B", "12 KB", "3.4 MB")."""
+    from ..attach import size_label
+
+    return size_label(int(size or 0))
