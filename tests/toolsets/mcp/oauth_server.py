@@ -9,6 +9,7 @@ from __future__ import annotations
 import secrets
 import sys
 import time
+from typing import Any
 
 from mcp.server.auth.provider import (
     AccessToken,
@@ -101,6 +102,9 @@ class Provider:
     async def revoke_token(self, token: AccessToken | RefreshToken) -> None:
         self.access.pop(token.token, None)
         self.refresh.pop(token.token, None)
+
+    async def exchange_identity_assertion(self, client: OAuthClientInformationFull, params: Any) -> OAuthToken:
+        raise NotImplementedError  # enterprise identity assertions are not offered
 
 
 def main(port: int) -> None:
