@@ -6,6 +6,7 @@ from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import LoginView, PasswordChangeDoneView, PasswordChangeView
+from django.db import IntegrityError, transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse_lazy
@@ -33,9 +34,14 @@ def signup(request: HttpRequest) -> HttpResponse:
             form.add_error(None, "Too many sign-up attempts from your address. Try again in an hour.")
             return render(request, "accounts/signup.html", {"form": form}, status=429)
         if form.is_valid():
-            user = form.save()
-            login(request, user, backend="django.contrib.auth.backends.ModelBackend")
-            return redirect("chat:home")
+            try:
+                with transaction.atomic():
+                    user = form.save()
+            except IntegrityError:  # the same username, taken by a request that won the race
+                form.add_error("username", "A user with that username already exists.")
+            else:
+                login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+                return redirect("chat:home")
         return render(request, "accounts/signup.html", {"form": form}, status=400)
     return render(request, "accounts/signup.html", {"form": form})
 

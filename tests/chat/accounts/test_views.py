@@ -120,3 +120,14 @@ def test_admin_edits_the_single_settings_row(client: Client, admin_user: Any) ->
     assert client.get("/admin/accounts/accountsettings/add/").status_code == 403
     client.post("/admin/accounts/accountsettings/1/change/", {"open_signup": "on"})
     assert AccountSettings.load().open_signup is True
+
+
+def test_signup_losing_a_username_race_is_a_form_error(client: Client, open_signup: None, monkeypatch: Any) -> None:
+    from chat.accounts import forms
+
+    # Both requests passed validation; the other one saved first.
+    monkeypatch.setattr(forms.SignupForm, "clean_username", lambda self: self.cleaned_data["username"])
+    monkeypatch.setattr(forms.SignupForm, "validate_unique", lambda self: None)
+    get_user_model().objects.create_user("grace", password="x")
+    response = client.post("/signup/", GOOD)
+    assert response.status_code == 400 and "already exists" in response.content.decode()
