@@ -5,6 +5,7 @@
   "use strict";
 
   var POLL_MS = 600;
+  var BADGES = { text: "TXT", markdown: "MD", csv: "CSV", json: "JSON", html: "HTML", pdf: "PDF", docx: "DOCX", image: "IMG" };
   var chips = [];          // {el, file, xhr, id, state: uploading|reading|ready|failed, error}
   var sendWhenReady = false;
 
@@ -163,7 +164,7 @@
   }
   function settle(chip, body) {
     if (chip.state === "removed") return;
-    chip.icon.textContent = (body.kind_label || "").slice(0, 4).toUpperCase() || chip.icon.textContent;
+    chip.icon.textContent = BADGES[body.kind] || chip.icon.textContent;
     if (body.status === "pending") {
       setState(chip, "reading", body.size_label + " · Reading…");
       setTimeout(function () { poll(chip); }, POLL_MS);

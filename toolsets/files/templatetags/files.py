@@ -41,3 +41,12 @@ def file_size(size: int) -> str:
     from ..attach import size_label
 
     return size_label(int(size or 0))
+
+
+BADGES = {"text": "TXT", "markdown": "MD", "csv": "CSV", "json": "JSON", "html": "HTML", "pdf": "PDF", "docx": "DOCX"}
+
+
+@register.filter
+def file_badge(kind: str) -> str:
+    """The few letters on a file's chip when it has no thumbnail."""
+    return BADGES.get(kind, "IMG" if kind == "image" else "FILE")
