@@ -86,8 +86,8 @@ _ALLOWED_CLASSES = {"code": _CODE_LANGUAGE, "span": _HIGHLIGHT_TOKEN}
 # the button is the page's own markup (model output can carry no data attribute).
 _HIGHLIGHT_BOX = f'<div class="{HIGHLIGHT_CLASS}">'
 _CODE_BOX = (
-    f'<div class="{HIGHLIGHT_CLASS} code-block" data-code-block>'
-    '<button type="button" class="code-copy" data-copy-code aria-label="Copy code">Copy</button>'
+    f'<div class="{HIGHLIGHT_CLASS} code-block" data-code-block="">'
+    '<button type="button" class="code-copy" data-copy-code="" aria-label="Copy code">Copy</button>'
 )
 _local = threading.local()
 

@@ -18,7 +18,7 @@ def test_a_fenced_block_with_a_language_is_highlighted_with_prefixed_classes() -
     assert '<span class="hl-k">def</span>' in html
     assert '<span class="hl-c1"># note</span>' in html
     assert "&lt;b&gt;" in html and "<b>" not in html
-    assert html.count('data-copy-code aria-label="Copy code"') == 1
+    assert html.count('data-copy-code="" aria-label="Copy code"') == 1
 
 
 def test_model_output_cannot_borrow_the_pages_classes_ids_or_data_attributes() -> None:

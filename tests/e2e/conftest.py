@@ -97,6 +97,9 @@ def normalized_messages(page: Page) -> str:
     html = re.sub(r' data-seq="\d+"', "", html)
     html = re.sub(r"\s*htmx-(added|settling|swapping|request)", "", html)
     html = re.sub(r' class=""', "", html)
+    # A screenshot hides the caret of editable fields through their inline style, and leaves
+    # an empty one behind (the edit box of a question is such a field).
+    html = re.sub(r' style=""', "", html)
     return re.sub(r">\s+<", "><", html).strip()
 
 
