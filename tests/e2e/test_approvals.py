@@ -109,3 +109,29 @@ def test_approval_card_on_a_phone_after_a_reload(page: Page) -> None:
     page.get_by_test_id("approval-approve").click()
     wait_turn_done(page)
     assert Task.objects.filter(name="Review the approval card").exists()
+
+
+def test_a_user_makes_a_tool_stricter_on_the_toolsets_page(page: Page) -> None:
+    from toolsets.models import UserToolPolicy
+
+    page.goto(page.base_url + "/toolsets/")  # type: ignore[attr-defined]
+    card = page.get_by_test_id("toolset-card-clock_math")
+    card.locator("summary").click()
+    select = page.get_by_test_id("tool-policy-clock_math-calculate")
+    expect(select).to_have_value("auto")
+    select.select_option("ask")
+    expect(page.get_by_test_id("toolset-card-clock_math")).to_contain_text("Saved — Calculate: Ask")
+    expect(page.get_by_test_id("tool-policy-clock_math-calculate")).to_have_value("ask")
+    assert UserToolPolicy.objects.get(tool="calculate").policy == "ask"
+    # An Ask tool cannot be loosened: Run is not among its choices.
+    workspace = page.get_by_test_id("toolset-card-workspace")
+    workspace.locator("summary").click()
+    options = page.get_by_test_id("tool-policy-workspace-create_task").locator("option").all_inner_texts()
+    assert options == ["Ask me first", "Never use it"]
+    page.get_by_test_id("toolset-card-clock_math").scroll_into_view_if_needed()
+    shot(page, "toolsets-tool-policy-light")
+    for theme in ("light", "dark"):
+        set_theme(page, theme)
+        violations = blocking(axe_violations(page, "main"))
+        assert not violations, describe(violations, f"toolsets page, {theme}")
+    shot(page, "toolsets-tool-policy-dark")
