@@ -194,3 +194,12 @@ def test_stop_and_heartbeat_keys() -> None:
 
     assert client.get(live.key(TURN_ID, "cancel")) == b"1"
     assert 0 < client.ttl(live.key(TURN_ID, "cancel")) <= live.LIVE_TTL_S
+
+
+def test_an_interrupted_turn_leaves_its_approval_card_stopped() -> None:
+    turn = LiveTurn(1, 1)
+    step = turn.start_step(0)
+    step.cards = [{"status": "waiting", "approval": {"id": "abc"}}, {"status": "success", "approval": None}]
+    turn.interrupt("The worker stopped.")
+    assert step.cards[0] == {"status": "cancelled", "approval": None}
+    assert step.cards[1]["status"] == "success"

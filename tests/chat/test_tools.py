@@ -206,3 +206,16 @@ async def test_progress_without_a_callback_is_dropped(user: Any, turn_id: int) -
     result = await box.run(ToolCall("c", "toolset__maths__crunch", "{}"), 0, 0)
 
     assert not result.is_error
+
+
+def test_a_tool_whose_policy_is_deny_is_never_offered(user: Any, other_user: Any) -> None:
+    from toolsets.models import ToolRule, UserToolPolicy
+
+    ToolRule.objects.create(toolset_id="maths", tool="explode", policy="deny")
+    UserToolPolicy.objects.create(user=user, toolset_id="maths", tool="halve", policy="deny")
+    mine = ChatToolBox(user_id=user.pk, turn_id=1, selection={"maths": ["add", "halve", "explode"]})
+    theirs = ChatToolBox(user_id=other_user.pk, turn_id=1, selection={"maths": ["add", "halve", "explode"]})
+    mine.prepare()
+    theirs.prepare()
+    assert offered(mine) == ["toolset__maths__add"]
+    assert offered(theirs) == ["toolset__maths__add", "toolset__maths__halve"]
