@@ -118,7 +118,8 @@ class Processes:
 
         url = self.redis_url
         broker = "redis+socket://" + url.removeprefix("unix://") if url.startswith("unix://") else url
-        return Celery("tests", broker=broker)
+        # Not the current app: tasks sent later by the test process must keep going to the session's Redis.
+        return Celery("tests", broker=broker, set_as_current=False)
 
     def worker_alive(self) -> bool:
         """Whether a worker on this Redis sent a heartbeat lately (what /readyz looks for)."""

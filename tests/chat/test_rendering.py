@@ -57,8 +57,10 @@ def test_mailto_links_are_kept() -> None:
 def test_code_fence_renders_with_its_language_and_escaped_content() -> None:
     html = render_block("```python\nif a < b:\n    print('<b>')\n```")
 
-    assert html.startswith('<pre><code class="language-python">')
-    assert "if a &lt; b:" in html
+    # Highlighted once on the server (Pygments, hl-* classes only), with its own copy button.
+    assert html.startswith('<div class="hl code-block"')
+    assert '<span class="hl-k">if</span>' in html and 'aria-label="Copy code"' in html
+    assert "&lt;" in html
     assert "&lt;b&gt;" in html
     assert "<b>" not in html
 
@@ -275,6 +277,7 @@ def test_model_html_carries_no_page_class_id_or_data_attribute(source: str) -> N
         assert forbidden not in html, (forbidden, html)
 
 
-def test_fenced_code_keeps_its_language_class() -> None:
-    assert '<code class="language-python">' in render_block("```python\nprint(1)\n```")
-    assert 'class="language-' not in render_block('```"><b\nx\n```')
+def test_fenced_code_is_highlighted_by_its_language_and_a_hostile_fence_is_text() -> None:
+    assert '<span class="hl-nb">print</span>' in render_block("```python\nprint(1)\n```")
+    hostile = render_block('```"><b\nx\n```')
+    assert "<b" not in hostile and 'class="hl' not in hostile

@@ -134,7 +134,7 @@ def test_sidebar_rename_and_delete(page: Page) -> None:
     item.locator("summary").click()
     item.locator("input[name=title]").fill("Arithmetic")
     item.get_by_role("button", name="Rename").click()
-    expect(page.locator(".chat-link").first.locator("a")).to_have_text("Arithmetic")
+    expect(page.locator(".chat-link").first.locator("> a")).to_have_text("Arithmetic")
     page.once("dialog", lambda dialog: dialog.accept())
     page.locator(".chat-link").first.locator("summary").click()
     page.locator(".chat-link").first.get_by_role("button", name="Delete chat").click()

@@ -148,7 +148,7 @@ def test_badge_counts_enabled_tools(page: Page, exa_configured: FakeExa) -> None
     open_popover(page)
     # Workspace needs its sample data first, so it is not counted; switch the others off.
     expect(page.get_by_test_id("toolset-checkbox-workspace")).to_be_disabled()
-    for toolset_id in ("clock_math", "web"):
+    for toolset_id in ("clock_math", "web", "files"):
         page.get_by_test_id(f"toolset-checkbox-{toolset_id}").uncheck()
     # The agents' box covers the agents that can be used (the Workspace assistant cannot yet).
     page.get_by_test_id("toolset-checkbox-agents").uncheck()
