@@ -302,7 +302,8 @@ def edit_message(request: AuthedRequest, turn_id: int) -> HttpResponse:
     with transaction.atomic():
         if not _lock_idle(turn.chat):
             return HttpResponse(BUSY, status=409)
-        _, new_turn = _start_turn(turn.chat, form.cleaned_data["content"], parent=turn.parent)
+        message, new_turn = _start_turn(turn.chat, form.cleaned_data["content"], parent=turn.parent)
+        attach.carry(question, message)
         branches.choose(new_turn)
     return _branch_response(request, turn.chat, new_turn)
 
@@ -323,9 +324,10 @@ def regenerate(request: AuthedRequest, turn_id: int) -> HttpResponse:
         if not _lock_idle(turn.chat):
             return HttpResponse(BUSY, status=409)
         model = form.cleaned_data["model"] or (turn.model if turn.model and turn.model.enabled else None)
-        _, new_turn = _start_turn(
+        message, new_turn = _start_turn(
             turn.chat, question.content, parent=turn.parent, model=model, metadata=question.metadata
         )
+        attach.carry(question, message)
         branches.choose(new_turn)
     return _branch_response(request, turn.chat, new_turn)
 

@@ -21,7 +21,7 @@ MAX_SNIPPET = 300
 class Source(TypedDict):
     n: int
     title: str
-    url: str  # an http(s) link, or "" (a Workspace item has none)
+    url: str  # an http(s) link, a path on this site (a file's preview), or "" (a Workspace item has none)
     kind: str  # what it is when it has no link: "Task", "Email"…; else the link's domain
     snippet: str
 

@@ -146,6 +146,18 @@ def test_paperclip_drop_paste_thumbnail_remove_and_send(files_page: Page, tmp_pa
     # The same after a reload.
     page.reload()
     assert page.inner_html('[data-testid="message-files"]') == live
+    # Editing the question keeps its files: the new version carries them, and its answer reads
+    # the PDF again.
+    wait_socket(page)
+    question = page.locator(".msg-user").first
+    question.get_by_role("button", name="Edit message").click()
+    question.get_by_test_id("edit-input").fill("Summarize the attached file again")
+    question.get_by_test_id("edit-input").press("Enter")
+    expect(page.locator(".msg-user").first.get_by_test_id("version-label")).to_have_text("2 / 2")
+    wait_turn_done(page, 60_000)
+    expect(page.locator(".turn").last).to_contain_text("report.pdf (pages 1–2 of 2) in short: Quarterly report.")
+    assert page.inner_html('[data-testid="message-files"]') == live
+    shot(page, "files-edited-version")
     # The chip links to the preview, which shows the text.
     href = page.locator('[data-testid="message-file"] a', has_text="report.pdf").get_attribute("href")
     page.goto(page.base_url + href)  # type: ignore[attr-defined, operator]

@@ -15,7 +15,7 @@ from django.db.models import Sum
 from .detect import HEAD_BYTES, Refused, detect
 from .models import Attachment, FileLimits
 
-__all__ = ["Refused", "TooLarge", "accept", "check_declared_size", "claim", "clean_name", "link", "size_label"]
+__all__ = ["Refused", "TooLarge", "accept", "carry", "check_declared_size", "claim", "clean_name", "link", "size_label"]
 
 MAX_NAME = 200
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f/\\]")
@@ -119,6 +119,7 @@ def link(attachments: list[Attachment], message: Any) -> None:
     Attachment.objects.filter(pk__in=[a.pk for a in attachments], message__isnull=True).update(
         message=message, chat_id=message.chat_id
     )
+    _carried_by(message, [a.pk for a in attachments])
     chat = message.chat
     from .tools import toolset
 
@@ -127,3 +128,16 @@ def link(attachments: list[Attachment], message: Any) -> None:
         selection[toolset.id] = [t.name for t in toolset.tools]
         chat.enabled_tools = selection
         chat.save(update_fields=["enabled_tools"])
+
+
+def carry(source: Any, message: Any) -> None:
+    """A new version of a question (edited, or answered again) keeps the files the question was
+    sent with: the same stored files, now on both messages."""
+    ids = list(Attachment.messages.through.objects.filter(message_id=source.pk).values_list("attachment_id", flat=True))
+    _carried_by(message, ids)
+
+
+def _carried_by(message: Any, attachment_ids: list[int]) -> None:
+    through = Attachment.messages.through
+    rows = [through(attachment_id=pk, message_id=message.pk) for pk in attachment_ids]
+    through.objects.bulk_create(rows, ignore_conflicts=True)

@@ -89,6 +89,9 @@ class Attachment(models.Model):
     message = models.ForeignKey(
         "chat.Message", null=True, blank=True, on_delete=models.CASCADE, related_name="attachments"
     )
+    # Every message that carries the file: the one it was sent with, and the versions of that
+    # question made by editing or answering again. One stored copy, read once, counted once.
+    messages = models.ManyToManyField("chat.Message", blank=True, related_name="files")
     file = models.FileField(upload_to=_storage_name, storage=files_storage, max_length=200)
     name = models.CharField(max_length=255)
     size = models.PositiveBigIntegerField()

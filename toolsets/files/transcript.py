@@ -61,8 +61,9 @@ def with_files(rows: Sequence[Any], messages: list[dict[str, Any]], vision: bool
     if not user_ids:
         return messages
     by_message: dict[int, list[Attachment]] = defaultdict(list)
-    for attachment in Attachment.objects.filter(message_id__in=user_ids).defer("text", "thumbnail").order_by("id"):
-        by_message[attachment.message_id].append(attachment)  # type: ignore[index]
+    carried = Attachment.messages.through.objects.filter(message_id__in=user_ids).select_related("attachment")
+    for row in carried.defer("attachment__text", "attachment__thumbnail").order_by("attachment_id"):
+        by_message[row.message_id].append(row.attachment)
     if not by_message:
         return messages
     with_images = [pk for pk in user_ids if any(a.is_image for a in by_message.get(pk, []))]
@@ -123,9 +124,10 @@ def image_notice(turn_id: int, model: str) -> str:
     if model_sees_images(model):
         return ""
     names = list(
-        Attachment.objects.filter(message__turn_id=turn_id, message__role="user", kind=Attachment.Kind.IMAGE)
+        Attachment.objects.filter(messages__turn_id=turn_id, messages__role="user", kind=Attachment.Kind.IMAGE)
         .order_by("id")
         .values_list("name", flat=True)
+        .distinct()
     )
     if not names:
         return ""

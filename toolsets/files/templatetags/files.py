@@ -16,7 +16,7 @@ def prefetch(messages: list[Any]) -> None:
     from django.db.models import Prefetch, prefetch_related_objects
 
     light = Attachment.objects.defer(*LIGHT_FIELDS).order_by("id")
-    prefetch_related_objects(messages, Prefetch("attachments", queryset=light))
+    prefetch_related_objects(messages, Prefetch("files", queryset=light))
 
 
 @register.inclusion_tag("files/_message_files.html")
@@ -24,10 +24,10 @@ def message_files(message: Any) -> dict[str, Any]:
     """The chips of a user message's files: prefetched on a page, one light query otherwise."""
     if message is None or not getattr(message, "pk", None):
         return {"files": []}
-    cached = getattr(message, "_prefetched_objects_cache", {}).get("attachments")
+    cached = getattr(message, "_prefetched_objects_cache", {}).get("files")
     if cached is not None:
         return {"files": list(cached)}
-    return {"files": list(Attachment.objects.filter(message=message).defer(*LIGHT_FIELDS).order_by("id"))}
+    return {"files": list(Attachment.objects.filter(messages=message).defer(*LIGHT_FIELDS).order_by("id"))}
 
 
 @register.simple_tag
