@@ -53,7 +53,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default="fast",
         help="how the worker reads the provider's stream: Tessera's reader (fast) or LiteLLM (TESSERA_FAST_PATH)",
     )
-    parser.add_argument("--uvloop", action="store_true", help="uvloop for the worker's loop (TESSERA_WORKER_UVLOOP)")
+    parser.add_argument(
+        "--uvloop",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="uvloop for the worker's loop (TESSERA_WORKER_UVLOOP, the default); --no-uvloop: asyncio's",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temp directory (logs, database)")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "latest.json"))
     return parser.parse_args(argv)

@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 STAGES = [
-    ("provider → worker (LiteLLM parse, loop wake-up)", "provider_to_worker"),
+    ("provider → worker (stream parse, loop wake-up)", "provider_to_worker"),
     ("window timer late", "timer_late"),
-    ("render + live state SET", "render_and_state"),
-    ("group_send in the worker", "group_send"),
+    ("render + live state JSON", "render_and_state"),
+    ("state SET + publish (one round trip)", "group_send"),
     ("channel layer → web process", "layer_to_web"),
     ("web process: consumer + socket write", "web_send"),
     ("web socket write → client", "to_client"),
@@ -44,11 +44,9 @@ def install_worker_hooks(path: str) -> None:
             self._bench_batch = time.monotonic()
         await original_text(self, step, delta, lane)
 
-    async def send_fragment(
-        chat_id: int, turn_id: int, seq: int, html: str, layer: Any = None, *, full: bool = False
-    ) -> None:
+    async def send_fragment(chat_id: int, turn_id: int, seq: int, html: str, layer: Any = None, **options: Any) -> None:
         start = time.monotonic()
-        await original_send(chat_id, turn_id, seq, html, layer, full=full)
+        await original_send(chat_id, turn_id, seq, html, layer, **options)
         sink_batch = _current_sink_batch.pop(turn_id, None)
         flush_start = _current_flush.pop(turn_id, start)
         log.write(f"flush {turn_id} {seq} {sink_batch or 0:.6f} {flush_start:.6f} {start:.6f} {time.monotonic():.6f}\n")

@@ -6,9 +6,12 @@ Each message type is a TypedDict whose `type` names the consumer handler (`chat.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any, Literal, NotRequired, TypedDict
 
 from channels.layers import get_channel_layer
+from channels_redis.pubsub import RedisPubSubChannelLayer
+from redis.exceptions import NoScriptError
 
 # The sequence number of a finished turn rendered from the database: above anything streamed,
 # so the page applies it whatever it had.
@@ -35,10 +38,55 @@ def frame(turn_id: int, seq: int, html: str, *, full: bool = False) -> str:
 
 
 async def send_fragment(
-    chat_id: int, turn_id: int, seq: int, html: str, layer: Any = None, *, full: bool = False
+    chat_id: int,
+    turn_id: int,
+    seq: int,
+    html: str,
+    layer: Any = None,
+    *,
+    full: bool = False,
+    redis: Any = None,
+    state: tuple[str, bytes, int] | None = None,
 ) -> None:
+    """Sends a fragment to the chat's sockets. With `redis` and `state` (key, value, seconds to
+    live), the state is stored first, in the same round trip when the layer publishes on that
+    Redis: one command (a script: SET, then PUBLISH) instead of two, each waiting for its reply."""
     layer = layer or get_channel_layer()
     message: FragmentMessage = {"type": "chat.fragment", "turn": turn_id, "seq": seq, "html": html}
     if full:
         message["full"] = True
-    await layer.group_send(group_name(chat_id), message)
+    group = group_name(chat_id)
+    if state is not None and redis is not None:
+        channel = _pubsub_channel(layer, group)
+        if channel is not None:
+            key, value, ttl = state
+            await _store_and_publish(redis, key, value, ttl, channel, layer.serialize(message))
+            return
+        await redis.set(state[0], state[1], ex=state[2])
+    await layer.group_send(group, message)
+
+
+def _pubsub_channel(layer: Any, group: str) -> str | None:
+    """The Redis channel a pub/sub layer publishes the group's messages on, when it has one Redis
+    (the process's own: both come from REDIS_URL), else None. channels-redis's pub/sub layer
+    publishes a group's messages, serialised by the layer, on one channel named after it; what
+    its `group_send` would do, done here so it can share the state's command
+    (tests/chat/test_consumers.py checks a real consumer receives it)."""
+    if not isinstance(layer, RedisPubSubChannelLayer):
+        return None
+    inner = layer._get_layer()
+    if len(inner._shards) != 1:
+        return None
+    return str(inner._get_group_channel_name(group))
+
+
+# SET the state, then PUBLISH the fragment: one command, run by Redis as one step.
+_STORE_AND_PUBLISH = "redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2]) return redis.call('PUBLISH', KEYS[2], ARGV[3])"
+_SHA = hashlib.sha1(_STORE_AND_PUBLISH.encode()).hexdigest()
+
+
+async def _store_and_publish(redis: Any, key: str, value: bytes, ttl: int, channel: str, payload: bytes) -> None:
+    try:
+        await redis.execute_command("EVALSHA", _SHA, 2, key, channel, value, ttl, payload)
+    except NoScriptError:  # a Redis that restarted, or has not seen the script yet
+        await redis.execute_command("EVAL", _STORE_AND_PUBLISH, 2, key, channel, value, ttl, payload)

@@ -19,6 +19,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+import orjson
+
 from core.redis_client import async_client, sync_client
 
 from .events import send_fragment
@@ -120,12 +122,17 @@ class LiveTurn:
         return found
 
     # --- serialisation ------------------------------------------------------------------------
-    def to_json(self) -> str:
-        return json.dumps(asdict(self))
+    def to_json(self) -> bytes:
+        # Stored on every fragment: orjson writes the dataclasses as they are, where
+        # json.dumps(asdict()) deep-copied the whole turn first (most of the store's cost).
+        try:
+            return orjson.dumps(self, option=orjson.OPT_NON_STR_KEYS)
+        except TypeError:  # a tool result orjson cannot write (an integer over 64 bits…)
+            return json.dumps(asdict(self)).encode()
 
     @classmethod
     def from_json(cls, raw: str | bytes) -> LiveTurn:
-        data = json.loads(raw)
+        data = json.loads(raw)  # read rarely (a page reconnecting); keeps integers exact
         steps = [LiveStep(**step) for step in data.pop("steps", [])]
         lanes = {lane: [LiveStep(**step) for step in items] for lane, items in data.pop("lanes", {}).items()}
         return cls(steps=steps, lanes=lanes, **data)
@@ -140,8 +147,8 @@ class LiveTurn:
         self.seq += 1
         if callable(html):
             html = html(self)
-        await self.store(redis)
-        await send_fragment(self.chat_id, self.id, self.seq, html, layer, full=full)
+        state = (key(self.id, "live"), self.to_json(), LIVE_TTL_S)
+        await send_fragment(self.chat_id, self.id, self.seq, html, layer, full=full, redis=redis, state=state)
 
     async def store(self, redis: Any) -> None:
         await redis.set(key(self.id, "live"), self.to_json(), ex=LIVE_TTL_S)

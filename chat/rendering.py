@@ -224,6 +224,9 @@ class RenderedText:
     # HTML to show in place of the raw tail when it is (or ends in) a component block still being
     # written: the escaped text before it, then its placeholder. "" when the tail is plain text.
     tail_html: str = ""
+    # Where the first block not final yet starts (the end of the text when all are): the text
+    # before it never changes how it splits, so the next call can start there.
+    rest: int = 0
 
 
 @cache
@@ -245,16 +248,22 @@ def render_complete(text: str) -> str:
     return "".join(render_text(text, complete=True).blocks)
 
 
-def render_text(text: str, *, complete: bool, already: int = 0) -> RenderedText:
+def render_text(text: str, *, complete: bool, already: int = 0, start: int = 0) -> RenderedText:
     """Renders the finished blocks from number `already` on; the last block stays raw unless
-    the text is complete (or it is a component block whose closing line is finished)."""
-    spans = split_blocks(text)
-    final = spans if complete else _final_spans(text, spans)
-    rendered = [_render_span(text, span) for span in final[already:]]
+    the text is complete (or it is a component block whose closing line is finished).
+
+    `start` (the `rest` of an earlier call on the beginning of this text) skips the blocks
+    before it: they are neither split again nor counted, so a streaming step costs each flush
+    the new text only, not the whole answer so far."""
+    body = text[start:] if start else text
+    spans = split_blocks(body)
+    final = spans if complete else _final_spans(body, spans)
+    rendered = [_render_span(body, span) for span in final[already:]]
     if len(final) == len(spans):
-        return RenderedText(rendered, "", len(final))
-    tail = text[spans[len(final)].start :]
-    return RenderedText(rendered, tail, len(final), _tail_html(tail, spans[-1]))
+        return RenderedText(rendered, "", len(final), rest=len(text))
+    first_open = spans[len(final)].start
+    tail = body[first_open:]
+    return RenderedText(rendered, tail, len(final), _tail_html(tail, spans[-1]), rest=start + first_open)
 
 
 @dataclass(frozen=True)

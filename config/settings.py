@@ -146,7 +146,8 @@ DATABASES = {
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Web, worker and tests write the same file: WAL lets readers run beside the writer and
     # IMMEDIATE transactions make writers queue instead of failing with "database is locked".
-    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    # Connections are kept (DB_CONN_MAX_AGE) as on PostgreSQL: a worker saving a streaming
+    # answer every second per turn spent a quarter of its CPU opening and closing them.
     DATABASES["default"]["OPTIONS"] = {
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
         "transaction_mode": "IMMEDIATE",
@@ -342,7 +343,7 @@ TESSERA = {
     # Threads LiteLLM may use at once for its end-of-stream work in a worker (chat/worker_loop.py).
     "WORKER_LIBRARY_THREADS": env_int("TESSERA_WORKER_LIBRARY_THREADS", 2),
     # uvloop instead of asyncio's own loop for a worker's turns (chat/worker_loop.py).
-    "WORKER_UVLOOP": env_bool("TESSERA_WORKER_UVLOOP", False),
+    "WORKER_UVLOOP": env_bool("TESSERA_WORKER_UVLOOP", True),
 }
 
 # --- Operations (README "Operations") -----------------------------------------------------------

@@ -75,6 +75,7 @@ class StepText:
         self.turn_id, self.index = turn_id, index
         self.blocks: list[str] = []  # rendered finished blocks, in order: stored with the message
         self._tail: tuple[str, str] = ("", "")  # (tail, tail_html) last sent
+        self._done = ""  # the text of the finished blocks: the next call splits only what follows
 
     @property
     def html(self) -> str:
@@ -83,7 +84,11 @@ class StepText:
     def fragments(self, text: str, *, complete: bool, cite: Citations | None = None) -> tuple[str, bool]:
         """(the fragments, whether a block finished). Finished blocks link their citations;
         `blocks` keeps them as rendered (a page view links them the same way)."""
-        rendered: RenderedText = render_text(text, complete=complete, already=len(self.blocks))
+        if text.startswith(self._done):
+            rendered: RenderedText = render_text(text, complete=complete, start=len(self._done))
+        else:  # the text changed under the blocks sent (never seen; the safe way still works)
+            rendered = render_text(text, complete=complete, already=len(self.blocks))
+        self._done = text[: rendered.rest]
         html = []
         if rendered.blocks:
             linked = "".join(citations.link(block, cite) for block in rendered.blocks)

@@ -111,3 +111,37 @@ async def test_idle_socket_stays_open_past_the_layers_blocking_timeout(user: Any
     await send_fragment(chat.pk, 1, 1, '<div id="x" hx-swap-oob="true">still here</div>')
     assert "still here" in await comm.receive_from(timeout=3)
     await comm.disconnect()
+
+
+async def test_a_published_state_and_its_fragment_go_in_one_round_trip(user: Any) -> None:
+    """The worker stores a turn's state and publishes its fragment in one Redis command (a
+    script), on the channel channels-redis's pub/sub layer listens to: the socket gets the fragment, and
+    the state read by a reconnecting page is already the one it goes with."""
+    from channels.layers import get_channel_layer
+
+    from chat.events import _pubsub_channel, group_name
+
+    chat = await Chat.objects.acreate(owner=user)
+    comm = communicator(chat.pk, await _cookie(user))
+    await comm.connect()
+    turn = await Turn.objects.acreate(chat=chat, status=Turn.Status.RUNNING)
+    redis = live.async_client()
+    commands: list[str] = []
+    original = redis.execute_command
+
+    async def recording(*args: Any, **options: Any) -> Any:
+        commands.append(str(args[0]))
+        return await original(*args, **options)
+
+    redis.execute_command = recording  # type: ignore[method-assign]
+    state = live.LiveTurn(turn.pk, chat.pk, steps=[live.LiveStep(0, text="Hello")])
+
+    await state.publish(redis, '<div id="y" hx-swap-oob="true">Hello</div>')
+    sent = list(commands)
+
+    assert await comm.receive_from(timeout=3) == f'<!--seq {turn.pk} 1--><div id="y" hx-swap-oob="true">Hello</div>'
+    stored = await live.LiveTurn.aload(redis, turn.pk)
+    assert stored is not None and stored.seq == 1 and stored.steps[0].text == "Hello"
+    if _pubsub_channel(get_channel_layer(), group_name(chat.pk)) is not None:
+        assert sent in (["EVALSHA"], ["EVALSHA", "EVAL"])  # one script (sent whole the first time)
+    await comm.disconnect()

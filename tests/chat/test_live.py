@@ -119,7 +119,18 @@ def test_the_state_survives_a_json_round_trip() -> None:
 
     assert back == turn
     assert all(isinstance(step, LiveStep) for step in back.steps)
-    assert LiveTurn.from_json(turn.to_json().encode()) == turn  # as Redis returns it
+    assert LiveTurn.from_json(turn.to_json().decode()) == turn  # as a decoding Redis client returns it
+
+
+def test_a_card_orjson_cannot_write_still_round_trips() -> None:
+    """A tool's result may hold what orjson refuses (an integer over 64 bits, a non-string key):
+    the state is still stored, through the standard library."""
+    turn = LiveTurn(TURN_ID, CHAT_ID)
+    turn.start_step(0).cards.append({"result": {"big": 2**70 + 1, 3: "three"}})
+
+    back = LiveTurn.from_json(turn.to_json())
+
+    assert back.steps[0].cards[0]["result"] == {"big": 2**70 + 1, "3": "three"}
 
 
 # --- storage and publishing ---------------------------------------------------------------------

@@ -18,7 +18,7 @@ from toolsets.models import ToolExecution
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def live_state(turn: Turn, text: str) -> str:
+def live_state(turn: Turn, text: str) -> bytes:
     return live.LiveTurn(turn.pk, turn.chat_id, seq=4, steps=[live.LiveStep(0, text=text)]).to_json()
 
 

@@ -131,3 +131,31 @@ def test_a_closed_block_becomes_final_once_its_closing_line_ends() -> None:
     assert after_closer.committed == 2
     assert after_closer.blocks[1] == render(TABLE)
     assert after_closer.tail == after_closer.tail_html == ""
+
+
+MARKDOWN = (
+    "Intro paragraph with *emphasis*.\n\n- one\n- two\n\n  still two\n- three\n\n"
+    "```python\nprint('a')\n\n\nprint('b')\n```\n\n1. first\n2. second\n\n> quoted\n> more\n\n"
+    "| a | b |\n|---|---|\n| 1 | 2 |\n\nThe end."
+)
+
+
+@pytest.mark.parametrize("name", [*sorted(STREAMED), "markdown"])
+def test_the_worker_splits_only_new_text_and_renders_what_a_whole_split_does(name: str) -> None:
+    """chat.presenters.StepText starts each split where the finished blocks end: streamed in
+    random pieces, it sends the same blocks and tail as splitting the whole text every time."""
+    from chat.presenters import StepText
+
+    text = {**STREAMED, "markdown": MARKDOWN}[name]
+    rng = random.Random(name)
+    step, page = StepText(1, 0), LivePage()
+    at = 0
+    while at < len(text):
+        at = min(len(text), at + rng.randint(1, 9))
+        step.fragments(text[:at], complete=False)
+        page.update(text[:at], complete=False)
+        assert step.blocks == page.blocks, f"at {at}"
+        assert step._tail == page.sent, f"at {at}"
+    step.fragments(text, complete=True)
+    page.update(text, complete=True)
+    assert step.html == "".join(page.blocks) == full(text)
