@@ -29,6 +29,7 @@ from .worker_loop import db
 
 log = logging.getLogger(__name__)
 PROGRESS_INTERVAL_S = 0.2
+TIMER_SLACK_S = 0.001
 # A running answer's text is written to the database at least this often (and whenever a block
 # finishes), so a worker killed mid-answer loses at most the last few seconds of it, even if
 # Redis goes down with it.
@@ -80,7 +81,10 @@ class TurnSink:
     def _schedule_flush(self) -> None:
         if self._flush_handle is None:
             loop = asyncio.get_running_loop()
-            self._flush_handle = loop.call_later(self.window_s, lambda: asyncio.ensure_future(self._timed_flush()))
+            # Event loops wait in whole milliseconds (epoll), so a timer fires up to 1 ms after it
+            # is due: aimed that much early, the batch leaves at the end of its window, not after.
+            delay = max(0.0, self.window_s - TIMER_SLACK_S)
+            self._flush_handle = loop.call_later(delay, lambda: asyncio.ensure_future(self._timed_flush()))
 
     async def _timed_flush(self) -> None:
         # A failed push must not vanish in an unawaited task: log it. The live state already

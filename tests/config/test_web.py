@@ -1,7 +1,12 @@
-"""The web process's socket compression (config/web.py)."""
+"""The web process's socket compression (config/web.py) and event loop (config/reactor.py)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
+import pytest
 from autobahn.websocket.compress import PerMessageDeflateOffer
 
 from config.web import MEM_LEVEL, WINDOW_BITS, accept_deflate
@@ -32,3 +37,23 @@ def test_a_client_asking_for_an_even_smaller_window_gets_it() -> None:
 
 def test_no_offer_means_no_compression() -> None:
     assert accept_deflate([]) is None
+
+
+CHECK_LOOP = """
+from config import reactor
+reactor.install()
+import daphne.server  # installs its own asyncio reactor unless one is there
+from twisted.internet import reactor as installed
+print(type(installed._asyncioEventloop).__module__)
+"""
+
+
+@pytest.mark.parametrize(("setting", "loop"), [("", "uvloop"), ("false", "asyncio")])
+def test_the_web_process_runs_daphne_on_uvloop_unless_told_not_to(setting: str, loop: str) -> None:
+    env = {key: value for key, value in os.environ.items() if key != "TESSERA_WEB_UVLOOP"}
+    if setting:
+        env["TESSERA_WEB_UVLOOP"] = setting
+    found = subprocess.run(
+        [sys.executable, "-c", CHECK_LOOP], env=env, capture_output=True, text=True, timeout=60, check=True
+    )
+    assert found.stdout.strip().split(".")[0] == loop, found.stderr
