@@ -89,13 +89,12 @@ def checkpoint(chat_id: int, turn_id: int, texts: dict[tuple[str, int], str]) ->
     """The text streamed so far of each step still streaming, keyed (lane, step): what survives
     a killed worker."""
     for (lane, step), text in texts.items():
-        Message.objects.update_or_create(
-            turn_id=turn_id,
-            lane=lane,
-            step=step,
-            role=Message.Role.ASSISTANT,
-            defaults={"chat_id": chat_id, "content": text, "metadata": {"streaming": True}},
-        )
+        # One UPDATE in the usual case (every checkpoint after a step's first): a turn's sink
+        # runs one checkpoint at a time, so nothing creates the row between the two calls.
+        fields = {"content": text, "metadata": {"streaming": True}}
+        where = {"turn_id": turn_id, "lane": lane, "step": step, "role": Message.Role.ASSISTANT}
+        if not Message.objects.filter(**where).update(**fields):
+            Message.objects.create(chat_id=chat_id, **where, **fields)
 
 
 def save_system(chat_id: int, turn_id: int, step: int, content: str, lane: str = "") -> None:

@@ -36,6 +36,8 @@ T = TypeVar("T")
 # After the grace period, how long the stopped turns get to save what they streamed before the
 # process gives up on them and exits.
 HARD_STOP_S = 15.0
+# How often a running turn's heartbeat is renewed (it lives live.ALIVE_TTL_S).
+HEARTBEAT_S = 1.0
 
 
 def db(fn: Any) -> Any:
@@ -59,6 +61,7 @@ class TurnWatch:
         # stopped by the reader. Once `closing`, a turn that starts is stopped at once.
         self.interrupted: set[int] = set()
         self.closing = False
+        self._beaten: dict[int, float] = {}  # turn id → when its heartbeat was last renewed
 
     def add(self, turn_id: int, cancel: CancelToken) -> None:
         self.turns[turn_id] = cancel
@@ -77,6 +80,7 @@ class TurnWatch:
 
     def remove(self, turn_id: int) -> None:
         self.turns.pop(turn_id, None)
+        self._beaten.pop(turn_id, None)
         self.interrupted.discard(turn_id)
 
     async def _run(self) -> None:
@@ -91,11 +95,17 @@ class TurnWatch:
 
     async def poll(self) -> None:
         ids = list(self.turns)
+        # Stop is polled every round; a heartbeat (which lives ALIVE_TTL_S) only needs renewing
+        # about once a second, and at once for a turn that just started.
+        now = time.monotonic()
+        due = [turn_id for turn_id in ids if now - self._beaten.get(turn_id, 0.0) >= HEARTBEAT_S]
         async with self.redis.pipeline(transaction=False) as pipe:
             pipe.mget([live.key(turn_id, "cancel") for turn_id in ids])
-            for turn_id in ids:
+            for turn_id in due:
                 pipe.set(live.key(turn_id, "alive"), "1", ex=live.ALIVE_TTL_S)
             flags, *_ = await pipe.execute()
+        for turn_id in due:
+            self._beaten[turn_id] = now
         for turn_id, flag in zip(ids, flags, strict=True):
             cancel = self.turns.get(turn_id)
             if flag and cancel is not None and not cancel.is_set():

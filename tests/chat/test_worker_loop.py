@@ -101,3 +101,30 @@ def test_litellm_gets_few_threads_for_its_end_of_stream_work(fresh_loop: None, s
         return anyio.to_thread.current_default_thread_limiter().total_tokens
 
     assert worker_loop.get().run(tokens()) == 2
+
+
+async def test_stop_is_polled_every_round_and_a_heartbeat_renewed_about_once_a_second() -> None:
+    from chat import live
+    from chat.agent.loop import CancelToken
+    from chat.worker_loop import HEARTBEAT_S, TurnWatch
+
+    redis = live.async_client()
+    watch = TurnWatch(redis, interval_s=60)
+    watch.turns[901] = CancelToken()
+    await redis.delete(live.key(901, "alive"), live.key(902, "alive"), live.key(901, "cancel"))
+
+    await watch.poll()  # a new turn: its heartbeat at once
+    assert await redis.exists(live.key(901, "alive"))
+    await redis.delete(live.key(901, "alive"))
+    watch.turns[902] = CancelToken()
+    await redis.set(live.key(901, "cancel"), "1")
+    await watch.poll()  # within the second: Stop seen, only the newcomer's heartbeat written
+
+    assert watch.turns[901].is_set()
+    assert not await redis.exists(live.key(901, "alive"))
+    assert await redis.exists(live.key(902, "alive"))
+    watch._beaten[901] -= HEARTBEAT_S
+    await watch.poll()
+    assert await redis.exists(live.key(901, "alive"))
+    await redis.delete(live.key(901, "alive"), live.key(902, "alive"), live.key(901, "cancel"))
+    await redis.aclose()
