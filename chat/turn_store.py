@@ -114,15 +114,19 @@ def save_subagent_prompt(chat_id: int, turn_id: int, lane: str, messages: list[d
 def save_tool_result(
     chat_id: int, turn_id: int, step: int, position: int, call_id: str, result: ToolResult, lane: str = ""
 ) -> None:
-    Message.objects.create(
-        chat_id=chat_id,
+    # Keyed by the call: a result recorded again (the first recording failed after its save)
+    # replaces the first, so the transcript never answers one call twice.
+    Message.objects.update_or_create(
         turn_id=turn_id,
         lane=lane,
         step=step,
         role=Message.Role.TOOL,
         tool_call_id=call_id,
-        content=result.content,
-        metadata={"error": True} if result.is_error else {},
+        defaults={
+            "chat_id": chat_id,
+            "content": result.content,
+            "metadata": {"error": True} if result.is_error else {},
+        },
     )
     if result.cancelled:
         ToolExecution.objects.filter(turn_id=turn_id, lane=lane, step=step, position=position, status="running").update(

@@ -20,6 +20,7 @@ owns the transcript and the rules:
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar
@@ -34,6 +35,7 @@ LIMIT_MESSAGE = (
 )
 LIMIT_NOTICE = "Tool limit reached ({limit} steps): the assistant answered with what it had."
 CANCELLED_RESULT = "Error: cancelled by the user before this tool finished."
+RECORD_FAILED = "the tool ran, but its result could not be recorded"
 # Shown to the reader when the last answer of a turn did not end on its own.
 FINISH_NOTICES = {
     "length": "The answer was cut by the token limit.",
@@ -42,6 +44,7 @@ FINISH_NOTICES = {
 EMPTY_NOTICE = "The model ended its answer without writing anything."
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 class Model(Protocol):
@@ -218,7 +221,16 @@ class Agent:
                 result = ToolResult(call.id, f"Error: {type(exc).__name__}: {exc}", is_error=True)
             results[position] = result
             # Shielded: once a result exists it is recorded even if Stop arrives meanwhile.
-            await asyncio.shield(self.sink.tool_finished(step, position, call, result))
+            try:
+                await asyncio.shield(self.sink.tool_finished(step, position, call, result))
+            except Exception as exc:
+                # Recording the result failed (a result the page or the database cannot take):
+                # the call ends as an error the model and the reader both see, never as a card
+                # left "calling" and a result only the model saw.
+                log.exception("Recording the result of %s failed", call.name)
+                failed = ToolResult(call.id, f"Error: {RECORD_FAILED} ({type(exc).__name__})", is_error=True)
+                results[position] = failed
+                await asyncio.shield(self.sink.tool_finished(step, position, call, failed))
 
         if not self.cancel.is_set():
             tasks = [asyncio.create_task(run_one(i, call)) for i, call in enumerate(calls)]

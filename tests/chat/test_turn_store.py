@@ -124,6 +124,17 @@ def test_a_cancelled_result_cancels_the_execution_at_its_place(turn: Turn) -> No
     assert statuses == ["running", "cancelled"]
 
 
+def test_a_result_recorded_again_replaces_the_first(turn: Turn) -> None:
+    """The agent loop records a call's result again, as an error, when the first recording
+    failed part way (chat/agent/loop.py): one tool message per call, the last one."""
+    turn_store.save_tool_result(turn.chat_id, turn.pk, 0, 0, "c1", ToolResult("c1", '{"ok": true}'))
+    failed = ToolResult("c1", "Error: the tool ran, but its result could not be recorded", is_error=True)
+
+    turn_store.save_tool_result(turn.chat_id, turn.pk, 0, 0, "c1", failed)
+
+    assert tool_messages(turn) == [("c1", failed.content, {"error": True})]
+
+
 def test_the_transcript_leaves_out_system_messages(turn: Turn) -> None:
     Message.objects.create(chat_id=turn.chat_id, turn=turn, role=Message.Role.USER, content="Hi")
     turn_store.save_system(turn.chat_id, turn.pk, 0, "Answer now without tools.")

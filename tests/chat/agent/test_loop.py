@@ -11,7 +11,7 @@ import pytest
 from chat.agent.loop import CANCELLED_RESULT, LIMIT_MESSAGE
 from chat.agent.types import ToolCall, ToolResult
 
-from .helpers import USER, Script, Stream, Tools, call_chunk, finish, make_agent, text_chunk
+from .helpers import USER, RecordingSink, Script, Stream, Tools, call_chunk, finish, make_agent, text_chunk
 
 
 async def test_plain_answer_streams_text_and_finishes() -> None:
@@ -271,3 +271,31 @@ async def test_an_empty_answer_is_explained() -> None:
     agent, sink = make_agent(Script([finish("stop")]), Tools())
     assert (await agent.run(USER)).status == "completed"
     assert [e[1] for e in sink.of("notice")] == ["empty"]
+
+
+async def test_a_result_that_cannot_be_recorded_ends_as_an_error_the_reader_sees() -> None:
+    """The sink fails to record a result (say the database refuses it): the call ends as an
+    error result, recorded and shown, and the model is told so; the turn goes on."""
+
+    class Refusing(RecordingSink):
+        async def tool_finished(self, step: int, position: int, call: ToolCall, result: ToolResult) -> None:
+            if not result.is_error:
+                raise ValueError("cannot store this")
+            await super().tool_finished(step, position, call, result)
+
+    async def lookup() -> dict[str, str]:
+        return {"found": "yes"}
+
+    script = Script(
+        [call_chunk(0, id="a", name="lookup", args="{}"), finish("tool_calls")],
+        [text_chunk("Sorry."), finish()],
+    )
+    agent, _ = make_agent(script, Tools(lookup=lookup))
+    sink = Refusing()
+    agent.sink = sink
+    outcome = await agent.run(USER)
+
+    assert outcome.status == "completed"
+    assert sink.of("tool_done") == [("tool_done", 0, 0, True, False)]
+    tool_message = script.calls[1]["messages"][-1]
+    assert tool_message["role"] == "tool" and "could not be recorded (ValueError)" in tool_message["content"]
