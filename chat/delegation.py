@@ -132,6 +132,7 @@ class Delegator:
         toolbox = ChatToolBox(
             user_id=self.user_id,
             turn_id=sink.turn_id,
+            chat_id=sink.chat_id,
             selection=self._selection_for(agent, delegating=child is not None),
             on_progress=progress,
             on_approval=Asker(sink, lane),

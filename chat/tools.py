@@ -33,6 +33,7 @@ class ChatToolBox:
         *,
         user_id: int,
         turn_id: int,
+        chat_id: int | None = None,
         selection: dict[str, list[str]],
         on_progress: ProgressCallback | None = None,
         delegator: Any = None,
@@ -42,6 +43,7 @@ class ChatToolBox:
     ) -> None:
         self.user_id = user_id
         self.turn_id = turn_id
+        self.chat_id = chat_id
         self.selection = selection or {}
         # Runs delegate_to_<agent> calls (None: this toolbox may not delegate, e.g. past the depth).
         self.delegator = delegator
@@ -131,7 +133,7 @@ class ChatToolBox:
             lane=self.lane,
             sources=self.sources,
             progress=self._progress_reporter(step, position),
-            chat_id=getattr(self.on_approval, "chat_id", None),
+            chat_id=self.chat_id,
             approve=functools.partial(self.on_approval, step, position) if self.on_approval else None,
         )
         content = execution.model_content(int(settings.TESSERA["TOOL_RESULT_MODEL_LIMIT"]))

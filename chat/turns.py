@@ -123,6 +123,7 @@ async def _run_claimed(turn: Turn, redis: Any, watch: TurnWatch) -> None:
         toolbox = ChatToolBox(
             user_id=chat.owner_id,
             turn_id=turn.pk,
+            chat_id=chat.pk,
             selection=chat.enabled_tools,
             on_progress=sink.tool_progress,
             on_approval=Asker(sink),

@@ -30,6 +30,9 @@ class ToolContext:
     # The turn the call belongs to (None from the HTTP API): tools that work on "this chat" read
     # the chat from it, always together with user_id.
     turn_id: int | None = None
+    # The chat of that turn, given by the chat side (None from the HTTP API): "this chat's" files
+    # and the like, always together with user_id.
+    chat_id: int | None = None
     api_key: str = ""
     settings: dict[str, Any] = field(default_factory=dict)
     # Called by long-running tools to show live progress on their card.

@@ -206,7 +206,7 @@ async def execute(
                     started = time.monotonic()
             if execution.error is None:
                 attempts, execution.result, execution.error = await _run(
-                    tool_, user_id, turn_id, gate, context, progress
+                    tool_, user_id, turn_id, chat_id, gate, context, progress
                 )
     except BaseException:
         # Stop while waiting or running: a probe that never reported frees its lease at once.
@@ -277,6 +277,7 @@ async def _run(
     tool_: Tool,
     user_id: int,
     turn_id: int | None,
+    chat_id: int | None,
     gate: _Gate,
     context: ToolContext | None,
     progress: Progress | None,
@@ -286,6 +287,7 @@ async def _run(
     ctx = context or ToolContext(
         user_id=user_id,
         turn_id=turn_id,
+        chat_id=chat_id,
         api_key=available.api_key if available else "",
         settings=dict(available.settings) if available else {},
     )

@@ -48,9 +48,15 @@ def crunch(ctx: ToolContext) -> str:
     return "crunched"
 
 
+@tool()
+def where(ctx: ToolContext) -> dict[str, int | None]:
+    """Say which turn and chat the call belongs to."""
+    return {"turn": ctx.turn_id, "chat": ctx.chat_id, "user": ctx.user_id}
+
+
 def make_toolsets() -> dict[str, Toolset]:
     return {
-        "maths": Toolset(id="maths", name="Maths", description="", tools=[add, halve, explode, crunch]),
+        "maths": Toolset(id="maths", name="Maths", description="", tools=[add, halve, explode, crunch, where]),
         "admin_off": Toolset(id="admin_off", name="Admin off", description="", tools=[add]),
         "user_off": Toolset(id="user_off", name="User off", description="", tools=[add]),
         "keyed": Toolset(id="keyed", name="Keyed", description="", tools=[add], needs_api_key=True),
@@ -219,3 +225,14 @@ def test_a_tool_whose_policy_is_deny_is_never_offered(user: Any, other_user: Any
     theirs.prepare()
     assert offered(mine) == ["toolset__maths__add"]
     assert offered(theirs) == ["toolset__maths__add", "toolset__maths__halve"]
+
+
+async def test_a_tool_learns_its_turn_and_chat_from_the_toolbox(user: Any, turn_id: int) -> None:
+    """Tools that work on "this chat" (the Files toolset) get the chat from the chat side,
+    never by looking up the turn themselves."""
+    turn = await Turn.objects.aget(pk=turn_id)
+    box = ChatToolBox(user_id=user.pk, turn_id=turn_id, chat_id=turn.chat_id, selection={"maths": ["where"]})
+
+    result = await box.run(ToolCall("call_w", "toolset__maths__where", "{}"), 0, 0)
+
+    assert result.data["result"] == {"turn": turn_id, "chat": turn.chat_id, "user": user.pk}

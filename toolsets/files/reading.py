@@ -27,14 +27,6 @@ def owned(user_id: int | None) -> QuerySet[Attachment]:
     return Attachment.objects.filter(owner_id=user_id)
 
 
-def chat_of_turn(user_id: int, turn_id: int | None) -> int | None:
-    if turn_id is None:
-        return None
-    from chat.models import Turn
-
-    return Turn.objects.filter(pk=turn_id, chat__owner_id=user_id).values_list("chat_id", flat=True).first()
-
-
 def get_file(user_id: int | None, file_id: int) -> Attachment:
     found = owned(user_id).filter(pk=file_id).first() if 0 < file_id < 2**63 else None
     if found is None:

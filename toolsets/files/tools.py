@@ -28,9 +28,8 @@ def list_files(
     ctx: ToolContext, scope: Annotated[Scope, "This chat's files, or all of yours"] = "chat"
 ) -> dict[str, Any]:
     """List the files attached in this chat, or all of your files, with their ids."""
-    user_id = ctx.user_id or 0
     files = reading.owned(ctx.user_id).filter(message__isnull=False).defer("text", "thumbnail")
-    chat_id = reading.chat_of_turn(user_id, ctx.turn_id) if scope == "chat" else None
+    chat_id = ctx.chat_id if scope == "chat" else None
     if scope == "chat":
         if chat_id is None:
             scope = "all"  # called from the API: there is no chat, so every file is this one's
@@ -128,10 +127,8 @@ def search_files(
 ) -> dict[str, Any]:
     """Find passages in your files that contain the given words."""
     files = reading.owned(ctx.user_id).filter(message__isnull=False)
-    if scope == "chat":
-        chat_id = reading.chat_of_turn(ctx.user_id or 0, ctx.turn_id)
-        if chat_id is not None:
-            files = files.filter(chat_id=chat_id)
+    if scope == "chat" and ctx.chat_id is not None:
+        files = files.filter(chat_id=ctx.chat_id)
     passages = reading.search(files, query[:500], max(1, min(limit, 20)))
     return {"query": query[:500], "passages": passages, "count": len(passages)}
 

@@ -28,6 +28,7 @@ def run(user: Any, tool: str, arguments: dict[str, Any], turn: Turn | None = Non
         user_id=user.pk,
         tool_call_id="call_1",
         turn_id=turn.pk if turn else None,
+        chat_id=turn.chat_id if turn else None,  # as the chat's toolbox passes it
         sources=SourceBook(),
     )
 
