@@ -3,7 +3,7 @@
 The executor calls an `Asker` with the request; the card of that call turns into an approval
 card (part of the turn's live state, so a reload or a reconnect shows it again), and the wait
 is `toolsets.policy.approval.wait` on the worker's event loop. Any tab of the owner answers
-through `toolsets.views.answer_approval`. Stop cancels the wait like any running tool.
+through `chat.approval_views.answer_approval`. Stop cancels the wait like any running tool.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@ from django.urls import path
 
 import core.converters  # noqa: F401 - registers the <id:…> converter
 
-from . import manage, views
+from . import approval_views, manage, views
 
 app_name = "chat"
 
@@ -28,4 +28,5 @@ urlpatterns = [
     path("turns/<id:turn_id>/regenerate/", views.regenerate, name="regenerate"),
     path("turns/<id:turn_id>/choose/", views.choose_version, name="choose"),
     path("turns/<id:turn_id>/markdown/", views.answer_markdown, name="markdown"),
+    path("approvals/<str:approval_id>/", approval_views.answer_approval, name="approval"),
 ]

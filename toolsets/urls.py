@@ -11,7 +11,6 @@ urlpatterns = [
     path("tokens/", views.create_token, name="create_token"),
     path("tokens/<id:token_id>/revoke/", views.revoke_token, name="revoke_token"),
     path("executions/<id:execution_id>/", views.execution_detail, name="execution"),
-    path("approvals/<str:approval_id>/", views.answer_approval, name="approval"),
     path("mcp/", include("toolsets.mcp.urls")),
     path("<str:toolset_id>/enabled/", views.set_enabled, name="set_enabled"),
     path("<str:toolset_id>/key/", views.save_key, name="save_key"),

@@ -4,18 +4,16 @@ import json
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponse, JsonResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from core.http import AuthedRequest
-from core.redis_client import sync_client
 
 from . import availability, policy
 from .base import Toolset
-from .models import ApiToken, ChatToolAllowance, ToolExecution, UserToolPolicy, UserToolsetConfig
-from .policy import approval
+from .models import ApiToken, ToolExecution, UserToolPolicy, UserToolsetConfig
 from .registry import get_toolset
 
 MAX_KEY_LENGTH = 500
@@ -82,41 +80,6 @@ def set_tool_policy(request: AuthedRequest, toolset_id: str) -> HttpResponse:
             user=request.user, toolset_id=toolset_id, tool=tool.name, defaults={"policy": chosen}
         )
     return _card(request, toolset_id, tools_open=True, policy_message=f"{tool.display_name}: {policy.LABELS[chosen]}.")
-
-
-@login_required
-@require_POST
-def answer_approval(request: AuthedRequest, approval_id: str) -> HttpResponse:
-    """Approve or Deny on an approval card (any tab of the chat's owner; the first answer wins)."""
-    from chat.models import Chat, Turn
-
-    found = approval.pending(sync_client(), approval_id)
-    running = found is not None and (
-        Turn.objects.filter(
-            pk=found["turn_id"], chat_id=found["chat_id"], chat__owner=request.user, status=Turn.Status.RUNNING
-        ).exists()
-    )
-    if found is None or not running or found.get("user_id") != request.user.pk:
-        # Also for someone else's approval: it is not theirs to know about.
-        return _answer(404, "This call is no longer waiting for an answer.")
-    decision = request.POST.get("decision", "")
-    if decision not in ("approve", "deny"):
-        return _answer(400, "Choose Approve or Deny.")
-    reason = " ".join(request.POST.get("reason", "").split())
-    if len(reason) > approval.MAX_REASON or not reason.isprintable():
-        return _answer(400, f"The reason must be printable text of at most {approval.MAX_REASON} characters.")
-    approved = decision == "approve"
-    always = approved and request.POST.get("always") in ("1", "on", "true")
-    if not approval.answer(sync_client(), approval_id, approved=approved, reason=reason, always=always):
-        return _answer(409, "This call was already answered.")
-    if always:
-        chat = Chat.objects.get(pk=found["chat_id"])
-        ChatToolAllowance.objects.get_or_create(chat=chat, toolset_id=found["toolset_id"], tool=found["tool"])
-    return _answer(200, "Approved." if approved else "Denied.")
-
-
-def _answer(status: int, message: str) -> JsonResponse:
-    return JsonResponse({"ok": status == 200, "message": message}, status=status)
 
 
 @login_required

@@ -18,7 +18,7 @@ def approval(request: ApprovalRequest) -> dict[str, Any]:
     minutes = round(request.timeout_s / 60)
     return {
         "id": request.id,
-        "url": reverse("toolsets:approval", args=[request.id]),
+        "url": reverse("chat:approval", args=[request.id]),
         "display_name": request.display_name,
         "arguments": pretty_json(request.arguments),
         "deadline": deadline.isoformat(),

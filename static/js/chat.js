@@ -220,7 +220,7 @@
   // The answer is a POST (checked against the chat's owner); the card's new state arrives over
   // the socket, in every open tab. Found by their data attributes and the box's own id, which
   // model and tool output cannot carry.
-  var APPROVALS = "/toolsets/approvals/";
+  var APPROVALS = "/approvals/";
   function csrfToken() {
     try { return JSON.parse(document.body.getAttribute("hx-headers") || "{}")["X-CSRFToken"] || ""; } catch (err) { return ""; }
   }

@@ -59,7 +59,7 @@ class Session:
 
     async def answer(self, approval_id: str, **data: str) -> httpx.Response:
         return await asyncio.to_thread(
-            self.http.post, f"/toolsets/approvals/{approval_id}/", data=data, headers={"X-CSRFToken": self.csrf}
+            self.http.post, f"/approvals/{approval_id}/", data=data, headers={"X-CSRFToken": self.csrf}
         )
 
 

@@ -1,0 +1,104 @@
+"""Answering approval cards (chat/approval_views.py): only the owner of a running turn's chat,
+once, with a valid decision."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+import redis
+from django.conf import settings
+from django.test import Client
+
+from chat.models import Chat, Turn
+from toolsets.models import ChatToolAllowance
+from toolsets.policy import approval
+from toolsets.policy.approval import ApprovalRequest
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def logged_in(user: Any, *, csrf: bool = False) -> Client:
+    client = Client(enforce_csrf_checks=csrf)
+    client.force_login(user)
+    return client
+
+
+def waiting(user: Any, demo_model: Any, *, status: str = Turn.Status.RUNNING) -> tuple[Chat, ApprovalRequest]:
+    chat = Chat.objects.create(owner=user, model=demo_model)
+    turn = Turn.objects.create(chat=chat, model=demo_model, status=status)
+    request = ApprovalRequest(
+        "workspace", "create_task", "toolset__workspace__create_task", "Workspace: Create task", {}, 60
+    )
+
+    async def open_it() -> None:
+        client = redis.asyncio.from_url(settings.REDIS_URL)
+        await approval.open_request(client, request, chat_id=chat.pk, turn_id=turn.pk, user_id=user.pk)
+        await client.aclose()
+
+    asyncio.run(open_it())
+    return chat, request
+
+
+def answer_of(request: ApprovalRequest) -> dict[str, Any] | None:
+    raw = redis.from_url(settings.REDIS_URL).get(f"{approval.PREFIX}:{request.id}:answer")
+    return json.loads(raw) if raw else None
+
+
+def test_the_owner_approves_once(user: Any, demo_model: Any) -> None:
+    chat, request = waiting(user, demo_model)
+    client = logged_in(user)
+    response = client.post(f"/approvals/{request.id}/", {"decision": "approve", "always": "1"})
+    assert response.status_code == 200 and response.json() == {"ok": True, "message": "Approved."}
+    assert answer_of(request) == {"approved": True, "reason": "", "always": True}
+    assert ChatToolAllowance.objects.filter(chat=chat, toolset_id="workspace", tool="create_task").exists()
+    again = client.post(f"/approvals/{request.id}/", {"decision": "deny"})
+    assert again.status_code == 409
+    assert answer_of(request)["approved"] is True  # type: ignore[index]
+
+
+def test_a_denial_carries_its_reason_and_never_an_allowance(user: Any, demo_model: Any) -> None:
+    _, request = waiting(user, demo_model)
+    response = logged_in(user).post(
+        f"/approvals/{request.id}/", {"decision": "deny", "reason": "  wrong\n project ", "always": "1"}
+    )
+    assert response.status_code == 200
+    assert answer_of(request) == {"approved": False, "reason": "wrong project", "always": False}
+    assert not ChatToolAllowance.objects.exists()
+
+
+def test_someone_elses_approval_is_not_found(user: Any, other_user: Any, demo_model: Any) -> None:
+    _, request = waiting(user, demo_model)
+    response = logged_in(other_user).post(f"/approvals/{request.id}/", {"decision": "approve"})
+    assert response.status_code == 404 and answer_of(request) is None
+
+
+def test_an_approval_of_a_turn_that_ended_is_not_found(user: Any, demo_model: Any) -> None:
+    _, request = waiting(user, demo_model, status=Turn.Status.INTERRUPTED)
+    response = logged_in(user).post(f"/approvals/{request.id}/", {"decision": "approve"})
+    assert response.status_code == 404 and answer_of(request) is None
+
+
+@pytest.mark.parametrize(
+    "data",
+    [{}, {"decision": "maybe"}, {"decision": "deny", "reason": "x" * 501}, {"decision": "deny", "reason": "a\x00b"}],
+)
+def test_bad_answers_are_400(user: Any, demo_model: Any, data: dict[str, str]) -> None:
+    _, request = waiting(user, demo_model)
+    assert logged_in(user).post(f"/approvals/{request.id}/", data).status_code == 400
+    assert answer_of(request) is None
+
+
+@pytest.mark.parametrize("approval_id", ["nope", "../../etc", "x" * 200, "a" * 24])
+def test_unknown_approvals_are_404(user: Any, approval_id: str) -> None:
+    assert logged_in(user).post(f"/approvals/{approval_id}/", {"decision": "approve"}).status_code == 404
+
+
+def test_answers_need_csrf_and_a_login(user: Any, demo_model: Any) -> None:
+    _, request = waiting(user, demo_model)
+    assert logged_in(user, csrf=True).post(f"/approvals/{request.id}/", {"decision": "approve"}).status_code == 403
+    assert Client().post(f"/approvals/{request.id}/", {"decision": "approve"}).status_code == 302
+    assert logged_in(user).get(f"/approvals/{request.id}/").status_code == 405
+    assert answer_of(request) is None
