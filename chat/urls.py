@@ -2,7 +2,7 @@ from django.urls import path
 
 import core.converters  # noqa: F401 - registers the <id:…> converter
 
-from . import approval_views, manage, views
+from . import approval_views, manage, turn_views, views
 
 app_name = "chat"
 
@@ -23,10 +23,10 @@ urlpatterns = [
     path("chats/<id:chat_id>/export.md", manage.export_markdown, name="export_md"),
     path("chats/<id:chat_id>/export.json", manage.export_json, name="export_json"),
     path("chats/settings/", views.draft_settings, name="draft_settings"),
-    path("turns/<id:turn_id>/continue/", views.continue_answer, name="continue"),
-    path("turns/<id:turn_id>/edit/", views.edit_message, name="edit"),
-    path("turns/<id:turn_id>/regenerate/", views.regenerate, name="regenerate"),
-    path("turns/<id:turn_id>/choose/", views.choose_version, name="choose"),
-    path("turns/<id:turn_id>/markdown/", views.answer_markdown, name="markdown"),
+    path("turns/<id:turn_id>/continue/", turn_views.continue_answer, name="continue"),
+    path("turns/<id:turn_id>/edit/", turn_views.edit_message, name="edit"),
+    path("turns/<id:turn_id>/regenerate/", turn_views.regenerate, name="regenerate"),
+    path("turns/<id:turn_id>/choose/", turn_views.choose_version, name="choose"),
+    path("turns/<id:turn_id>/markdown/", turn_views.answer_markdown, name="markdown"),
     path("approvals/<str:approval_id>/", approval_views.answer_approval, name="approval"),
 ]

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,16 +15,10 @@ from django_htmx.http import HttpResponseClientRedirect
 from core.http import AuthedRequest
 from toolsets.files import attach
 
-from . import branches, dom, forms, live, presenters
+from . import branches, forms, live
 from . import selection as sel
-from .models import AppSettings, Chat, LLMModel, Message, Turn, UserChatDefaults
-from .prompts import CONTINUE_PROMPT
-from .tasks import run_turn
-
-TITLE_LENGTH = 60
-# A chat page shows this many exchanges; older ones load as the reader scrolls up. A long chat
-# then costs a page view what a short one does.
-PAGE_TURNS = 30
+from .exchanges import BUSY, enabled_models, lock_idle, new_exchange_html, page_of_exchanges, start_turn
+from .models import AppSettings, Chat, LLMModel, Turn, UserChatDefaults
 
 
 def _get_chat_for_user(request: AuthedRequest, chat_id: int) -> Chat:
@@ -35,39 +28,6 @@ def _get_chat_for_user(request: AuthedRequest, chat_id: int) -> Chat:
 
 def _sidebar_chats(request: AuthedRequest) -> Any:
     return Chat.objects.filter(owner=request.user).only("id", "title", "updated_at")[:100]
-
-
-def _exchanges(
-    chat: Chat, before: int | None = None, since: int | None = None
-) -> tuple[list[dict[str, Any]], int | None]:
-    """The exchanges of the branch the chat shows: the last PAGE_TURNS (before turn `before`,
-    if given; or, with `since`, at least every one from that turn on), and the id to ask for
-    the ones before them with, or None when there are none."""
-    newest_first = branches.with_versions(chat.turns.filter(active=True)).order_by("-id")
-    if before is not None:
-        newest_first = newest_first.filter(pk__lt=before)
-    size = PAGE_TURNS
-    if since is not None:
-        size = max(size, newest_first.filter(pk__gte=since).count())
-    turns = list(newest_first[: size + 1])
-    earlier = turns[size - 1].pk if len(turns) > size else None
-    turns = turns[:size][::-1]
-    return _exchange_views(turns, latest=turns[-1].pk if turns and before is None else None), earlier
-
-
-def _exchange_views(turns: list[Turn], latest: int | None) -> list[dict[str, Any]]:
-    views, asked = presenters.turn_views(turns)
-    found = branches.versions(turns)
-    exchanges = []
-    for turn in turns:
-        # Only the chat's latest answer can be continued (continue_answer checks it too).
-        views[turn.pk]["can_continue"] = views[turn.pk]["can_continue"] and turn.pk == latest
-        exchanges.append(presenters.exchange(turn.pk, asked.get(turn.pk), views[turn.pk], found.get(turn.pk)))
-    return exchanges
-
-
-def _models() -> Any:
-    return LLMModel.objects.filter(enabled=True).only("id", "name", "model")
 
 
 @login_required
@@ -82,7 +42,7 @@ def home(request: AuthedRequest) -> HttpResponse:
             "chat": None,
             "chats": _sidebar_chats(request),
             "exchanges": [],
-            "models": _models(),
+            "models": enabled_models(),
             "current_model": LLMModel.default(),
             # The settings the chat the first message creates will have, chosen before it.
             "values": _Draft(True, min(app.default_max_tool_iterations, app.max_tool_iterations_cap)),
@@ -105,7 +65,7 @@ class _Draft:
 @require_GET
 def chat_detail(request: AuthedRequest, chat_id: int) -> HttpResponse:
     chat = _get_chat_for_user(request, chat_id)
-    exchanges, earlier = _exchanges(chat)
+    exchanges, earlier = page_of_exchanges(chat)
     return render(
         request,
         "chat/page.html",
@@ -114,7 +74,7 @@ def chat_detail(request: AuthedRequest, chat_id: int) -> HttpResponse:
             "chats": _sidebar_chats(request),
             "exchanges": exchanges,
             "earlier": earlier,
-            "models": _models(),
+            "models": enabled_models(),
             "current_model": chat.model or LLMModel.default(),
             "cap": AppSettings.load().max_tool_iterations_cap,
             "values": chat,
@@ -133,48 +93,9 @@ def earlier(request: AuthedRequest, chat_id: int) -> HttpResponse:
         before = int(request.GET.get("before", ""))
     except ValueError:
         return HttpResponse("Which exchanges? 'before' must be a turn id.", status=400)
-    exchanges, more = _exchanges(chat, before)
-    context = {"chat": chat, "exchanges": exchanges, "earlier": more, "models": _models()}
+    exchanges, more = page_of_exchanges(chat, before)
+    context = {"chat": chat, "exchanges": exchanges, "earlier": more, "models": enabled_models()}
     return render(request, "chat/_earlier_page.html", context)
-
-
-BUSY = "Wait for the current answer to finish, or stop it."
-
-
-def _start_turn(
-    chat: Chat,
-    content: str,
-    *,
-    parent: Turn | None,
-    model: LLMModel | None = None,
-    metadata: dict[str, Any] | None = None,
-) -> tuple[Message, Turn]:
-    """A new exchange after `parent` (a new version of an exchange when `parent` already has
-    one: `branches.choose` then shows it). Call with the chat's row locked."""
-    with transaction.atomic():
-        turn = Turn(chat=chat, model=model or chat.model or LLMModel.default(), parent=parent)
-        turn.first_of_branch = parent is None
-        turn.save()
-        message = Message.objects.create(
-            chat=chat, turn=turn, role=Message.Role.USER, content=content, metadata=metadata or {}
-        )
-        if not chat.title:
-            chat.title = _title_from(content)
-        chat.save(update_fields=["title", "updated_at"])
-        transaction.on_commit(lambda: run_turn.delay(turn.pk))
-    return message, turn
-
-
-def _lock_idle(chat: Chat) -> bool:
-    """Locks the chat's row (two clicks or two tabs cannot both start a turn); False if a turn
-    is running in it. Call inside a transaction."""
-    Chat.objects.select_for_update().filter(pk=chat.pk).first()
-    return not chat.turns.filter(status__in=Turn.ACTIVE).exists()
-
-
-def _title_from(content: str) -> str:
-    line = " ".join(content.split())
-    return line if len(line) <= TITLE_LENGTH else line[: TITLE_LENGTH - 1].rstrip() + "…"
 
 
 @login_required
@@ -209,7 +130,7 @@ def create_chat(request: AuthedRequest) -> HttpResponse:
     )
     if content:
         with transaction.atomic():
-            message, _ = _start_turn(chat, content, parent=None)
+            message, _ = start_turn(chat, content, parent=None)
             attach.link(files, message)
     url = reverse("chat:detail", args=[chat.pk])
     if request.htmx:
@@ -231,128 +152,14 @@ def send_message(request: AuthedRequest, chat_id: int) -> HttpResponse:
         return HttpResponse(str(exc), status=400)
     had_title = bool(chat.title)
     with transaction.atomic():
-        if not _lock_idle(chat):
+        if not lock_idle(chat):
             return HttpResponse(BUSY, status=409)
-        message, turn = _start_turn(chat, content, parent=branches.last_turn(chat))
+        message, turn = start_turn(chat, content, parent=branches.last_turn(chat))
         attach.link(files, message)
-    view = presenters.turn(turn.pk, status=turn.status, steps=[])
-    exchange = presenters.exchange(turn.pk, message, view, None)
-    html = render_to_string("chat/_exchange.html", {"chat": chat, "exchange": exchange, "models": _models()}, request)
+    html = new_exchange_html(request, chat, turn, message)
     if not had_title:
         html += render_to_string("chat/_chat_link.html", {"item": chat, "chat": chat, "oob": True}, request)
     return HttpResponse(html)
-
-
-@login_required
-@require_POST
-def continue_answer(request: AuthedRequest, turn_id: int) -> HttpResponse:
-    """Starts a turn that continues an answer cut by the token limit: the chat's latest turn,
-    finished, whose last model call ended with finish_reason "length"."""
-    turn = get_object_or_404(Turn.objects.select_related("chat"), pk=turn_id, chat__owner=request.user)
-    chat = turn.chat
-    with transaction.atomic():
-        if not _lock_idle(chat):
-            return HttpResponse(BUSY, status=409)
-        latest = branches.last_turn(chat)
-        if latest is None or latest.pk != turn.pk:
-            return HttpResponse("Only the latest answer can be continued.", status=409)
-        last = Message.objects.filter(turn=turn, role=Message.Role.ASSISTANT).order_by("-step", "-id").first()
-        if turn.status != Turn.Status.COMPLETED or last is None or last.finish_reason != "length":
-            return HttpResponse("This answer was not cut by the token limit.", status=400)
-        message, new_turn = _start_turn(chat, CONTINUE_PROMPT, parent=turn, metadata={"continues": turn.pk})
-    view = presenters.turn(new_turn.pk, status=new_turn.status, steps=[])
-    exchange = presenters.exchange(new_turn.pk, message, view, None)
-    html = render_to_string("chat/_exchange.html", {"chat": chat, "exchange": exchange, "models": _models()}, request)
-    # The button under the answer that was continued goes away.
-    cleared = f'<div class="turn-continue" id="{dom.continue_box(turn.pk)}" hx-swap-oob="true"></div>'
-    return HttpResponse(html + cleared)
-
-
-def _get_turn_for_user(request: AuthedRequest, turn_id: int) -> Turn:
-    return get_object_or_404(Turn.objects.select_related("chat", "chat__model"), pk=turn_id, chat__owner=request.user)
-
-
-def _question(turn: Turn) -> Message | None:
-    return Message.objects.filter(turn=turn, role=Message.Role.USER, lane="").order_by("id").first()
-
-
-def _branch_response(request: AuthedRequest, chat: Chat, focus: Turn) -> HttpResponse:
-    """The chat's messages after a change of branch: every exchange from the changed one on
-    (and the usual page before it), for #messages; the page keeps the versions switcher of the
-    changed exchange where the reader's eyes were."""
-    exchanges, earlier = _exchanges(chat, since=focus.pk)
-    context = {"chat": chat, "exchanges": exchanges, "earlier": earlier, "models": _models()}
-    response = render(request, "chat/_earlier_page.html", context)
-    response["HX-Trigger-After-Settle"] = json.dumps({"tessera:branch": {"focus": dom.versions(focus.pk)}})
-    return response
-
-
-@login_required
-@require_POST
-def edit_message(request: AuthedRequest, turn_id: int) -> HttpResponse:
-    """Sends an edited question as a new version of its exchange; the earlier version, with its
-    answer and everything after it, stays as another branch."""
-    turn = _get_turn_for_user(request, turn_id)
-    form = forms.MessageForm(request.POST)
-    if not form.is_valid():
-        return HttpResponse(forms.first_error(form), status=400)
-    question = _question(turn)
-    if question is None or (question.metadata or {}).get("continues"):
-        return HttpResponse("This message cannot be edited.", status=400)
-    with transaction.atomic():
-        if not _lock_idle(turn.chat):
-            return HttpResponse(BUSY, status=409)
-        message, new_turn = _start_turn(turn.chat, form.cleaned_data["content"], parent=turn.parent)
-        attach.carry(question, message)
-        branches.choose(new_turn)
-    return _branch_response(request, turn.chat, new_turn)
-
-
-@login_required
-@require_POST
-def regenerate(request: AuthedRequest, turn_id: int) -> HttpResponse:
-    """Answers a question again, as a new version of its exchange: with the model the answer
-    used, or the one chosen."""
-    turn = _get_turn_for_user(request, turn_id)
-    form = forms.RegenerateForm(request.POST)
-    if not form.is_valid():
-        return HttpResponse(forms.first_error(form), status=400)
-    question = _question(turn)
-    if question is None:
-        return HttpResponse("This answer has no question to answer again.", status=400)
-    with transaction.atomic():
-        if not _lock_idle(turn.chat):
-            return HttpResponse(BUSY, status=409)
-        model = form.cleaned_data["model"] or (turn.model if turn.model and turn.model.enabled else None)
-        message, new_turn = _start_turn(
-            turn.chat, question.content, parent=turn.parent, model=model, metadata=question.metadata
-        )
-        attach.carry(question, message)
-        branches.choose(new_turn)
-    return _branch_response(request, turn.chat, new_turn)
-
-
-@login_required
-@require_POST
-def choose_version(request: AuthedRequest, turn_id: int) -> HttpResponse:
-    """Shows another version of an exchange, and below it the branch that version leads to."""
-    turn = _get_turn_for_user(request, turn_id)
-    with transaction.atomic():
-        if not _lock_idle(turn.chat):
-            return HttpResponse(BUSY, status=409)
-        branches.choose(turn)
-    return _branch_response(request, turn.chat, turn)
-
-
-@login_required
-@require_GET
-def answer_markdown(request: AuthedRequest, turn_id: int) -> HttpResponse:
-    """An answer's source, as the model wrote it (what Copy puts on the clipboard): Markdown,
-    with a component block as its JSON."""
-    turn = _get_turn_for_user(request, turn_id)
-    texts = Message.objects.filter(turn=turn, lane="", role=Message.Role.ASSISTANT).order_by("step", "id")
-    text = "\n\n".join(t.strip() for t in texts.values_list("content", flat=True) if t.strip())
-    return HttpResponse(text, content_type="text/plain; charset=utf-8")
 
 
 @login_required
@@ -452,7 +259,7 @@ def update_settings(request: AuthedRequest, chat_id: int) -> HttpResponse:
         "chat": chat,
         "values": chat,
         "settings_url": reverse("chat:settings", args=[chat.pk]),
-        "models": _models(),
+        "models": enabled_models(),
         "current_model": chat.model or LLMModel.default(),
         "cap": cap,
         "error": error,
@@ -479,7 +286,7 @@ def draft_settings(request: AuthedRequest) -> HttpResponse:
         "chat": None,
         "values": draft,
         "settings_url": reverse("chat:draft_settings"),
-        "models": _models(),
+        "models": enabled_models(),
         "current_model": values.get("model") or LLMModel.default(),
         "cap": cap,
         "error": error,

@@ -348,7 +348,7 @@ def _long_chat(chat: Chat, turns: int, *, tool_calls: bool = False) -> list[Turn
 
 
 def test_a_long_chat_shows_its_last_exchanges_and_a_way_to_earlier_ones(owner: Client, chat: Chat) -> None:
-    from chat.views import PAGE_TURNS
+    from chat.exchanges import PAGE_TURNS
 
     turns = _long_chat(chat, PAGE_TURNS + 5)
 
@@ -363,7 +363,7 @@ def test_a_long_chat_shows_its_last_exchanges_and_a_way_to_earlier_ones(owner: C
 
 
 def test_earlier_exchanges_come_a_page_at_a_time_until_the_first(owner: Client, chat: Chat) -> None:
-    from chat.views import PAGE_TURNS
+    from chat.exchanges import PAGE_TURNS
 
     turns = _long_chat(chat, 2 * PAGE_TURNS + 3)
     url = reverse("chat:earlier", args=[chat.pk])

@@ -164,8 +164,8 @@ def test_chat_page_looks_finished(page: Page, name: str, viewport: Any, scheme: 
 
 
 def test_a_long_chat_loads_earlier_exchanges_when_scrolled_to_the_top(page: Page, e2e_user: Any) -> None:
+    from chat.exchanges import PAGE_TURNS
     from chat.models import Chat
-    from chat.views import PAGE_TURNS
 
     chat = Chat.objects.create(owner=e2e_user, title="A long conversation")
     total = PAGE_TURNS + 12

@@ -1,0 +1,99 @@
+"""A chat's exchanges: starting one (shared by sending, editing, answering again and continuing)
+and the page of them a chat shows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django.http import HttpRequest
+from django.template.loader import render_to_string
+
+from . import branches, presenters
+from .models import Chat, LLMModel, Message, Turn
+from .tasks import run_turn
+
+TITLE_LENGTH = 60
+# A chat page shows this many exchanges; older ones load as the reader scrolls up. A long chat
+# then costs a page view what a short one does.
+PAGE_TURNS = 30
+BUSY = "Wait for the current answer to finish, or stop it."
+
+
+def start_turn(
+    chat: Chat,
+    content: str,
+    *,
+    parent: Turn | None,
+    model: LLMModel | None = None,
+    metadata: dict[str, Any] | None = None,
+) -> tuple[Message, Turn]:
+    """A new exchange after `parent` (a new version of an exchange when `parent` already has
+    one: `branches.choose` then shows it). Call with the chat's row locked."""
+    with transaction.atomic():
+        turn = Turn(chat=chat, model=model or chat.model or LLMModel.default(), parent=parent)
+        turn.first_of_branch = parent is None
+        turn.save()
+        message = Message.objects.create(
+            chat=chat, turn=turn, role=Message.Role.USER, content=content, metadata=metadata or {}
+        )
+        if not chat.title:
+            chat.title = title_from(content)
+        chat.save(update_fields=["title", "updated_at"])
+        transaction.on_commit(lambda: run_turn.delay(turn.pk))
+    return message, turn
+
+
+def lock_idle(chat: Chat) -> bool:
+    """Locks the chat's row (two clicks or two tabs cannot both start a turn); False if a turn
+    is running in it. Call inside a transaction."""
+    Chat.objects.select_for_update().filter(pk=chat.pk).first()
+    return not chat.turns.filter(status__in=Turn.ACTIVE).exists()
+
+
+def title_from(content: str) -> str:
+    line = " ".join(content.split())
+    return line if len(line) <= TITLE_LENGTH else line[: TITLE_LENGTH - 1].rstrip() + "…"
+
+
+def page_of_exchanges(
+    chat: Chat, before: int | None = None, since: int | None = None
+) -> tuple[list[dict[str, Any]], int | None]:
+    """The exchanges of the branch the chat shows: the last PAGE_TURNS (before turn `before`,
+    if given; or, with `since`, at least every one from that turn on), and the id to ask for
+    the ones before them with, or None when there are none."""
+    newest_first = branches.with_versions(chat.turns.filter(active=True)).order_by("-id")
+    if before is not None:
+        newest_first = newest_first.filter(pk__lt=before)
+    size = PAGE_TURNS
+    if since is not None:
+        size = max(size, newest_first.filter(pk__gte=since).count())
+    turns = list(newest_first[: size + 1])
+    earlier = turns[size - 1].pk if len(turns) > size else None
+    turns = turns[:size][::-1]
+    return exchange_views(turns, latest=turns[-1].pk if turns and before is None else None), earlier
+
+
+def exchange_views(turns: list[Turn], latest: int | None) -> list[dict[str, Any]]:
+    views, asked = presenters.turn_views(turns)
+    found = branches.versions(turns)
+    exchanges = []
+    for turn in turns:
+        # Only the chat's latest answer can be continued (continue_answer checks it too).
+        views[turn.pk]["can_continue"] = views[turn.pk]["can_continue"] and turn.pk == latest
+        exchanges.append(presenters.exchange(turn.pk, asked.get(turn.pk), views[turn.pk], found.get(turn.pk)))
+    return exchanges
+
+
+def enabled_models() -> Any:
+    return LLMModel.objects.filter(enabled=True).only("id", "name", "model")
+
+
+def new_exchange_html(request: HttpRequest, chat: Chat, turn: Turn, question: Message) -> str:
+    """A just-started exchange as the page appends it: the question, and the turn waiting for
+    its worker."""
+    view = presenters.turn(turn.pk, status=turn.status, steps=[])
+    exchange = presenters.exchange(turn.pk, question, view, None)
+    return render_to_string(
+        "chat/_exchange.html", {"chat": chat, "exchange": exchange, "models": enabled_models()}, request
+    )
