@@ -4,6 +4,7 @@ again, showing another version, and an answer's Markdown."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.db import transaction
@@ -16,7 +17,7 @@ from toolsets.files import attach
 
 from . import branches, dom, forms
 from .exchanges import BUSY, enabled_models, lock_idle, new_exchange_html, page_of_exchanges, start_turn
-from .models import Chat, Message, Turn
+from .models import Chat, LLMModel, Message, Turn
 from .prompts import CONTINUE_PROMPT
 
 
@@ -74,13 +75,7 @@ def edit_message(request: AuthedRequest, turn_id: int) -> HttpResponse:
     question = _question(turn)
     if question is None or (question.metadata or {}).get("continues"):
         return HttpResponse("This message cannot be edited.", status=400)
-    with transaction.atomic():
-        if not lock_idle(turn.chat):
-            return HttpResponse(BUSY, status=409)
-        message, new_turn = start_turn(turn.chat, form.cleaned_data["content"], parent=turn.parent)
-        attach.carry(question, message)
-        branches.choose(new_turn)
-    return _branch_response(request, turn.chat, new_turn)
+    return _new_version(request, turn, question, form.cleaned_data["content"])
 
 
 @login_required
@@ -95,13 +90,24 @@ def regenerate(request: AuthedRequest, turn_id: int) -> HttpResponse:
     question = _question(turn)
     if question is None:
         return HttpResponse("This answer has no question to answer again.", status=400)
+    model = form.cleaned_data["model"] or (turn.model if turn.model and turn.model.enabled else None)
+    return _new_version(request, turn, question, question.content, model=model, metadata=question.metadata)
+
+
+def _new_version(
+    request: AuthedRequest,
+    turn: Turn,
+    question: Message,
+    content: str,
+    *,
+    model: LLMModel | None = None,
+    metadata: dict[str, Any] | None = None,
+) -> HttpResponse:
+    """Starts another version of the exchange (the question's files go with it) and shows it."""
     with transaction.atomic():
         if not lock_idle(turn.chat):
             return HttpResponse(BUSY, status=409)
-        model = form.cleaned_data["model"] or (turn.model if turn.model and turn.model.enabled else None)
-        message, new_turn = start_turn(
-            turn.chat, question.content, parent=turn.parent, model=model, metadata=question.metadata
-        )
+        message, new_turn = start_turn(turn.chat, content, parent=turn.parent, model=model, metadata=metadata)
         attach.carry(question, message)
         branches.choose(new_turn)
     return _branch_response(request, turn.chat, new_turn)
