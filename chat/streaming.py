@@ -278,20 +278,7 @@ class TurnSink:
         if now - last < PROGRESS_INTERVAL_S and (percent or 0) < 100:
             return
         self._progress_sent[(lane, step, position)] = now
-        old = cards[position]
-        card = presenters.card(
-            dom.lane(self.turn_id, lane),
-            step,
-            position,
-            name=old["name"],
-            call_id=old["call_id"],
-            arguments=old["arguments"],
-            status="calling",
-            progress_text=text,
-            progress_percent=percent,
-        )
-        cards[position] = card
-        await self.flush(presenters.card_fragment(card, self.live))
+        await self._redraw_card(step, position, lane, status="calling", progress_text=text, progress_percent=percent)
 
     async def approval_needed(self, step: int, position: int, request: Any, lane: str = "") -> None:
         """An "ask" call waits for the user: its card becomes the approval card."""
@@ -305,6 +292,11 @@ class TurnSink:
     async def _waiting_card(
         self, step: int, position: int, lane: str, status: str, approval: dict[str, Any] | None
     ) -> None:
+        await self._redraw_card(step, position, lane, status=status, approval=approval)
+
+    async def _redraw_card(self, step: int, position: int, lane: str, *, status: str = "", **shown: Any) -> None:
+        """The card at (lane, step, position), same call, in a new state (`status`, else the
+        one it has) showing `shown` (progress, an approval, a delegation)."""
         cards = self.live.step(step, lane).cards
         if position >= len(cards):
             return
@@ -316,8 +308,8 @@ class TurnSink:
             name=old["name"],
             call_id=old["call_id"],
             arguments=old["arguments"],
-            status=status,
-            approval=approval,
+            status=status or old["status"],
+            **shown,
         )
         cards[position] = card
         await self.flush(presenters.card_fragment(card, self.live))
@@ -338,22 +330,7 @@ class TurnSink:
 
     async def delegation_changed(self, lane: str, step: int, position: int, delegation: dict[str, Any]) -> None:
         """The delegation card at (lane, step, position) shows a new state (started, finished…)."""
-        cards = self.live.step(step, lane).cards
-        if position >= len(cards):
-            return
-        old = cards[position]
-        card = presenters.card(
-            dom.lane(self.turn_id, lane),
-            step,
-            position,
-            name=old["name"],
-            call_id=old["call_id"],
-            arguments=old["arguments"],
-            status=old["status"],
-            delegation=delegation,
-        )
-        cards[position] = card
-        await self.flush(presenters.card_fragment(card, self.live))
+        await self._redraw_card(step, position, lane, delegation=delegation)
 
     async def finish(self, outcome: Outcome, *, interrupted: bool = False) -> None:
         """Closes the turn with its outcome; `interrupted`: a stop that came from the worker
