@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -47,18 +48,56 @@ def login(page: Page, base_url: str, username: str = "ada") -> None:
     page.wait_for_url(f"{base_url}/")
 
 
-@pytest.fixture
-def page(browser: Browser, stack: Any, e2e_user: Any) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1280, "height": 860})
+@contextmanager
+def browser_page(
+    browser: Browser,
+    base_url: str,
+    *,
+    signed_in: bool = True,
+    bypass_csp: bool = False,
+    allow_console: tuple[str, ...] = (),
+    **options: Any,
+) -> Iterator[Page]:
+    """A page in a fresh browser context on the stack, signed in as ada unless `signed_in` is
+    False. `bypass_csp` lets axe (an injected script) run despite the page's Content-Security-
+    Policy; the page's own scripts are what they always are. A page error, or a console error
+    not starting with one of `allow_console`, fails the test."""
+    context = browser.new_context(**{"viewport": {"width": 1280, "height": 860}, **options}, bypass_csp=bypass_csp)
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
-    page.base_url = stack.url  # type: ignore[attr-defined]
-    login(page, stack.url)
+
+    def console(msg: Any) -> None:
+        if msg.type == "error" and not msg.text.startswith(allow_console):
+            errors.append(msg.text)
+
+    page.on("console", console)
+    page.base_url = base_url  # type: ignore[attr-defined]
+    if signed_in:
+        login(page, base_url)
     yield page
     context.close()
     assert not errors, f"browser errors: {errors}"
+
+
+@pytest.fixture
+def page(browser: Browser, stack: Any, e2e_user: Any) -> Iterator[Page]:
+    with browser_page(browser, stack.url) as found:
+        yield found
+
+
+@pytest.fixture
+def axe_page(browser: Browser, stack: Any, e2e_user: Any) -> Iterator[Page]:
+    """Signed out, with the page's CSP bypassed so axe can be injected."""
+    with browser_page(browser, stack.url, signed_in=False, bypass_csp=True) as found:
+        yield found
+
+
+@pytest.fixture
+def axe_signed_in(browser: Browser, stack: Any, e2e_user: Any) -> Iterator[Page]:
+    """Signed in as ada, with the page's CSP bypassed so axe can be injected."""
+    with browser_page(browser, stack.url, bypass_csp=True) as found:
+        yield found
 
 
 def send(page: Page, text: str) -> None:

@@ -3,11 +3,10 @@ in the light and the dark theme."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Page, expect
 
 from .axe import axe_violations, blocking, describe, set_theme, split_known
 from .conftest import login, send, send_and_wait, shot, wait_socket, wait_turn_done
@@ -15,20 +14,6 @@ from .conftest import login, send, send_and_wait, shot, wait_socket, wait_turn_d
 pytestmark = pytest.mark.e2e
 
 THEMES = ("light", "dark")
-
-
-@pytest.fixture
-def axe_page(browser: Browser, stack: Any, e2e_user: Any) -> Iterator[Page]:
-    """A signed-out page whose context lets axe be injected despite the page's CSP."""
-    context = browser.new_context(viewport={"width": 1280, "height": 860}, bypass_csp=True)
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
-    page.base_url = stack.url  # type: ignore[attr-defined]
-    yield page
-    context.close()
-    assert not errors, f"browser errors: {errors}"
 
 
 # Violations that wait on a change outside this test's reach, each with the elements it may flag

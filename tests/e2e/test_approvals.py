@@ -4,18 +4,17 @@ dark and phone screenshots; axe finds nothing serious on the card."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Page, expect
 
 from toolsets.models import ToolExecution
 from toolsets.workspace.models import Task
 from toolsets.workspace.sample_data import seed_for_user
 
 from .axe import axe_violations, blocking, describe, set_theme
-from .conftest import login, send, shot, wait_socket, wait_turn_done
+from .conftest import send, shot, wait_socket, wait_turn_done
 
 CREATE = 'Create a task "Review the approval card" in Website relaunch, due 2026-12-01, high priority'
 
@@ -26,19 +25,9 @@ def workspace(e2e_user: Any) -> None:
 
 
 @pytest.fixture
-def page(browser: Browser, stack: Any, e2e_user: Any) -> Iterator[Page]:
-    """The suite's page, with the page's Content-Security-Policy bypassed so axe (an injected
-    script) can run; the page's own scripts are what they always are."""
-    context = browser.new_context(viewport={"width": 1280, "height": 860}, bypass_csp=True)
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
-    page.base_url = stack.url  # type: ignore[attr-defined]
-    login(page, stack.url)
-    yield page
-    context.close()
-    assert not errors, f"browser errors: {errors}"
+def page(axe_signed_in: Page) -> Page:
+    """The suite's page, as axe needs it (the approval card is checked with axe)."""
+    return axe_signed_in
 
 
 def ask(page: Page) -> Any:

@@ -15,34 +15,19 @@ from playwright.sync_api import Browser, Page, expect
 from tests.toolsets.files import samples
 
 from .axe import axe_violations, blocking, describe, set_theme
-from .conftest import login, shot, wait_socket, wait_turn_done
+from .conftest import browser_page, shot, wait_socket, wait_turn_done
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def _page(browser: Browser, stack: Any, *, bypass_csp: bool = False, **options: Any) -> tuple[Page, list[str]]:
-    context = browser.new_context(viewport={"width": 1280, "height": 860}, bypass_csp=bypass_csp, **options)
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-
-    def console(msg: Any) -> None:
-        # A refused upload is a 4xx the browser logs; anything else is a real error.
-        if msg.type == "error" and "Failed to load resource" not in msg.text:
-            errors.append(msg.text)
-
-    page.on("console", console)
-    page.base_url = stack.url  # type: ignore[attr-defined]
-    login(page, stack.url)
-    return page, errors
+# A refused upload is a 4xx the browser logs; any other console error is a real one.
+REFUSED_UPLOAD = ("Failed to load resource",)
 
 
 @pytest.fixture
 def files_page(browser: Browser, stack: Any, e2e_user: Any) -> Iterator[Page]:
-    page, errors = _page(browser, stack)
-    yield page
-    page.context.close()
-    assert not errors, f"browser errors: {errors}"
+    with browser_page(browser, stack.url, allow_console=REFUSED_UPLOAD) as page:
+        yield page
 
 
 def _open_chat(page: Page) -> None:
@@ -230,8 +215,7 @@ def test_refused_files_say_why_and_block_send_until_removed(files_page: Page) ->
 
 
 def test_phone_layout_and_axe(browser: Browser, stack: Any, e2e_user: Any, tmp_path: Path) -> None:
-    page, errors = _page(browser, stack, bypass_csp=True)
-    try:
+    with browser_page(browser, stack.url, bypass_csp=True, allow_console=REFUSED_UPLOAD) as page:
         _open_chat(page)
         image = tmp_path / "photo.png"
         image.write_bytes(samples.image(size=(300, 200), colour=(220, 40, 40)))
@@ -280,6 +264,3 @@ def test_phone_layout_and_axe(browser: Browser, stack: Any, e2e_user: Any, tmp_p
         page.set_input_files('[data-testid="attach-input"]', [str(image)])
         expect(_chip(page, "photo.png")).to_have_class("file-chip is-ready", timeout=20_000)
         shot(page, "files-phone")
-    finally:
-        page.context.close()
-    assert not errors, f"browser errors: {errors}"

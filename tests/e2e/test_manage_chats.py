@@ -105,16 +105,6 @@ def test_manage_pages_on_a_phone(browser: Browser, stack: Any, e2e_user: Any) ->
     context.close()
 
 
-@pytest.fixture
-def axe_signed_in(browser: Browser, stack: Any, e2e_user: Any) -> Any:
-    context = browser.new_context(viewport={"width": 1280, "height": 860}, bypass_csp=True)
-    page = context.new_page()
-    page.base_url = stack.url  # type: ignore[attr-defined]
-    login(page, stack.url)
-    yield page
-    context.close()
-
-
 def test_manage_pages_pass_axe_in_both_themes(axe_signed_in: Page, e2e_user: Any) -> None:
     page = axe_signed_in
     for i in range(2):

@@ -144,16 +144,6 @@ def test_results_page_and_phone_drawer(browser: Browser, stack: Any, library: di
     context.close()
 
 
-@pytest.fixture
-def axe_signed_in(browser: Browser, stack: Any, e2e_user: Any) -> Any:
-    context = browser.new_context(viewport={"width": 1280, "height": 860}, bypass_csp=True)
-    page = context.new_page()
-    page.base_url = stack.url  # type: ignore[attr-defined]
-    login(page, stack.url)
-    yield page
-    context.close()
-
-
 def test_search_results_pass_axe_in_both_themes(axe_signed_in: Page, library: dict[str, Chat]) -> None:
     page = axe_signed_in
     check = Checker(page)
