@@ -7,11 +7,14 @@ Each message type is a TypedDict whose `type` names the consumer handler (`chat.
 from __future__ import annotations
 
 import hashlib
+import logging
 from typing import Any, Literal, NotRequired, TypedDict
 
 from channels.layers import get_channel_layer
 from channels_redis.pubsub import RedisPubSubChannelLayer
-from redis.exceptions import NoScriptError
+from redis.exceptions import NoScriptError, ResponseError
+
+log = logging.getLogger(__name__)
 
 # The sequence number of a finished turn rendered from the database: above anything streamed,
 # so the page applies it whatever it had.
@@ -57,11 +60,16 @@ async def send_fragment(
         message["full"] = True
     group = group_name(chat_id)
     if state is not None and redis is not None:
-        channel = _pubsub_channel(layer, group)
+        channel = _pubsub_channel(layer, group) if _script.usable else None
         if channel is not None:
             key, value, ttl = state
-            await _store_and_publish(redis, key, value, ttl, channel, layer.serialize(message))
-            return
+            try:
+                await _store_and_publish(redis, key, value, ttl, channel, layer.serialize(message))
+                return
+            except ResponseError as exc:
+                # A Redis that refuses scripts (some hosted ones do): two commands from now on.
+                log.warning("Redis refused the store-and-publish script (%s); using SET and PUBLISH", exc)
+                _script.usable = False
         await redis.set(state[0], state[1], ex=state[2])
     await layer.group_send(group, message)
 
@@ -83,6 +91,13 @@ def _pubsub_channel(layer: Any, group: str) -> str | None:
 # SET the state, then PUBLISH the fragment: one command, run by Redis as one step.
 _STORE_AND_PUBLISH = "redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2]) return redis.call('PUBLISH', KEYS[2], ARGV[3])"
 _SHA = hashlib.sha1(_STORE_AND_PUBLISH.encode()).hexdigest()
+
+
+class _Script:
+    usable = True  # until Redis refuses it
+
+
+_script = _Script()
 
 
 async def _store_and_publish(redis: Any, key: str, value: bytes, ttl: int, channel: str, payload: bytes) -> None:

@@ -145,3 +145,35 @@ async def test_a_published_state_and_its_fragment_go_in_one_round_trip(user: Any
     if _pubsub_channel(get_channel_layer(), group_name(chat.pk)) is not None:
         assert sent in (["EVALSHA"], ["EVALSHA", "EVAL"])  # one script (sent whole the first time)
     await comm.disconnect()
+
+
+async def test_a_redis_that_refuses_scripts_gets_two_commands_and_loses_nothing(user: Any) -> None:
+    from redis.exceptions import ResponseError
+
+    from chat import events
+
+    chat = await Chat.objects.acreate(owner=user)
+    comm = communicator(chat.pk, await _cookie(user))
+    await comm.connect()
+    turn = await Turn.objects.acreate(chat=chat, status=Turn.Status.RUNNING)
+    redis = live.async_client()
+    original = redis.execute_command
+
+    async def no_scripts(*args: Any, **options: Any) -> Any:
+        if args[0] in ("EVALSHA", "EVAL"):
+            raise ResponseError("ERR unknown command 'EVALSHA'")
+        return await original(*args, **options)
+
+    redis.execute_command = no_scripts  # type: ignore[method-assign]
+    state = live.LiveTurn(turn.pk, chat.pk, steps=[live.LiveStep(0, text="Still here")])
+    try:
+        await state.publish(redis, '<div id="z" hx-swap-oob="true">Still here</div>')
+        assert "Still here" in await comm.receive_from(timeout=3)
+        stored = await live.LiveTurn.aload(redis, turn.pk)
+        assert stored is not None and stored.seq == 1
+        assert not events._script.usable  # the next fragments go straight to two commands
+        await state.publish(redis, '<div id="z" hx-swap-oob="true">Again</div>')
+        assert "Again" in await comm.receive_from(timeout=3)
+    finally:
+        events._script.usable = True
+        await comm.disconnect()
