@@ -22,6 +22,7 @@ if __name__ == "__main__":
 
 import gc
 import logging
+from pathlib import Path
 from typing import Any
 
 from autobahn.websocket.compress import PerMessageDeflateOffer, PerMessageDeflateOfferAccept
@@ -114,9 +115,21 @@ def freeze_startup_objects() -> None:
     collector's permanent generation: those objects live as long as the process, and a full
     collection walking them stopped every socket of the process for up to 200 ms at a time in
     the benchmark (bench/RESULTS.md)."""
+    from django.conf import settings
+    from django.template import TemplateDoesNotExist, TemplateSyntaxError
+    from django.template.loader import get_template
     from django.urls import get_resolver
 
     get_resolver().url_patterns  # noqa: B018 - imports the views
+    # The site's own templates, compiled now (the cached loader keeps them): otherwise the first
+    # requests compile them after the freeze, and every full collection walks their nodes.
+    folders: list[Path] = settings.TEMPLATES[0]["DIRS"]  # type: ignore[assignment]
+    for folder in folders:
+        for path in sorted(Path(folder).rglob("*.html")):
+            try:
+                get_template(str(path.relative_to(folder)))
+            except (TemplateDoesNotExist, TemplateSyntaxError):  # an admin override needing its base
+                continue
     gc.collect()
     gc.freeze()
 
