@@ -4,9 +4,10 @@ It validates arguments against the tool's schema, enforces the timeout, classifi
 a small set of error types (each with a message and whether retrying may help), retries transient
 failures of side-effect-free tools, and records a ToolExecution for every call.
 
-Tool policy (toolsets.policy) is applied here too, for every caller: a "deny" tool fails, an
-"ask" tool waits for the caller's approver (the chat's approval card) or fails without one, a
-tool whose circuit breaker is open fails at once, and a cacheable call may reuse a stored result.
+Tool policy applies here too, for every caller (toolsets.policy.gate decides): a "deny" tool
+fails, an "ask" tool waits for the caller's approver (the chat's approval card) or fails without
+one, a tool whose circuit breaker is open fails at once, and a cacheable call may reuse a stored
+result.
 """
 
 from __future__ import annotations
@@ -26,60 +27,21 @@ from channels.db import database_sync_to_async
 from django.utils import timezone
 
 from core import metrics
-from core.redact import redact
 
-from . import policy
 from .availability import Availability
 from .base import Tool, ToolContext, ToolFailure, Toolset
+from .errors import BACKOFF_S, ERROR_TYPES, MAX_ATTEMPTS, ErrorType, ToolError
 from .models import ToolExecution
 from .policy import approval as approvals
 from .policy import breaker as breakers
 from .policy import cache as results_cache
+from .policy import gate as gates
 from .registry import resolve
 from .sources import Source, SourceBook
 
 log = logging.getLogger(__name__)
 
-ErrorType = str  # one of ERROR_TYPES
-ERROR_TYPES = (
-    "validation_error",
-    "permission_denied",
-    "unknown_tool",
-    "timeout_error",
-    "rate_limit_error",
-    "execution_error",
-    "circuit_open",
-)
-MAX_ATTEMPTS = 3
-BACKOFF_S = 0.5
-
-
-@dataclass
-class ToolError:
-    type: ErrorType
-    message: str
-    retryable: bool = False
-    details: list[str] = field(default_factory=list)
-    # The tool's own fault (a timeout, a crash, a 5xx, a lost connection): what circuit
-    # breakers count. Bad arguments, a missing key or a refusal are the caller's business.
-    fault: bool = False
-
-    def __post_init__(self) -> None:
-        # A tool's exception may quote its credential (an API echoing the key back): the text
-        # goes to the model, the card, the API caller and the audit record, so it is redacted
-        # once, here, where every tool error is made.
-        self.message = redact(self.message)
-        self.details = [redact(detail) for detail in self.details]
-
-    @property
-    def full_message(self) -> str:
-        return "\n".join([self.message, *self.details])
-
-    def as_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"type": self.type, "message": self.message, "retryable": self.retryable}
-        if self.details:
-            data["details"] = self.details
-        return data
+__all__ = ["BACKOFF_S", "ERROR_TYPES", "MAX_ATTEMPTS", "ErrorType", "Execution", "ToolError", "classify", "execute"]
 
 
 @dataclass
@@ -199,10 +161,12 @@ async def execute(
     try:
         if execution.error is None and execution.cached_at is None and tool_ is not None and toolset is not None:
             if gate.needs_approval:
-                execution.approval, execution.error = await _ask(approve, pre_approved, toolset, tool_, arguments, gate)
+                execution.approval, execution.error = await gates.ask(
+                    approve, pre_approved, toolset, tool_, arguments, gate
+                )
                 if execution.error is None:
                     # Claimed only now: a probe must not wait on a person for minutes.
-                    gate.probes, execution.error = await _claim_breaker(gate.scopes, tool_)
+                    gate.probes, execution.error = await gates.claim_breaker(gate.scopes, tool_)
                     started = time.monotonic()
             if execution.error is None:
                 attempts, execution.result, execution.error = await _run(
@@ -229,56 +193,12 @@ async def execute(
     return execution
 
 
-async def _ask(
-    approve: approvals.Approver | None,
-    pre_approved: bool,
-    toolset: Toolset,
-    tool_: Tool,
-    arguments: dict[str, Any],
-    gate: _Gate,
-) -> tuple[str, ToolError | None]:
-    """Settles an "ask" call: (how it was settled, the error if it may not run)."""
-    if pre_approved:
-        return approvals.PRE_APPROVED, None
-    if approve is None:
-        return "", ToolError(
-            "permission_denied",
-            f"{toolset.label}: {tool_.display_name} needs the user's approval for each call "
-            "(its policy is Ask), and this caller cannot ask for it.",
-        )
-    request = approvals.ApprovalRequest(
-        toolset_id=toolset.id,
-        tool=tool_.name,
-        name=f"toolset__{toolset.id}__{tool_.name}",
-        display_name=f"{toolset.label}: {tool_.display_name}",
-        arguments=arguments,
-        timeout_s=gate.approval_timeout_s,
-    )
-    decision = await approve(request)
-    if decision.approved:
-        return decision.outcome or approvals.APPROVED, None
-    return decision.outcome or approvals.DENIED, ToolError(
-        "permission_denied", decision.error_message(gate.approval_timeout_s)
-    )
-
-
-async def _claim_breaker(scopes: list[str], tool_: Tool) -> tuple[tuple[str, ...], ToolError | None]:
-    def claim() -> tuple[tuple[str, ...], ToolError | None]:
-        board = breakers.Breakers()
-        verdict = board.allow(scopes, lease_s=_lease_s(tool_))
-        if verdict.allowed:
-            return verdict.probes, None
-        return (), ToolError("circuit_open", verdict.message(tool_.display_name, board.clock()), retryable=True)
-
-    return await database_sync_to_async(claim, thread_sensitive=False)()
-
-
 async def _run(
     tool_: Tool,
     user_id: int,
     turn_id: int | None,
     chat_id: int | None,
-    gate: _Gate,
+    gate: gates.Gate,
     context: ToolContext | None,
     progress: Progress | None,
 ) -> tuple[int, Any, ToolError | None]:
@@ -306,12 +226,6 @@ async def _run(
         if not (retry and not tool_.side_effects and attempts < MAX_ATTEMPTS):
             return attempts, None, error
         await asyncio.sleep(BACKOFF_S * 2 ** (attempts - 1))
-
-
-def _lease_s(tool_: Tool) -> float:
-    # Long enough for every attempt and backoff of one call; a probe whose worker died frees
-    # the breaker after this.
-    return tool_.timeout_s * MAX_ATTEMPTS + BACKOFF_S * 2**MAX_ATTEMPTS + 5
 
 
 def _parse(raw: str | dict[str, Any]) -> tuple[dict[str, Any], str]:
@@ -389,112 +303,17 @@ def _split_for_record(name: str) -> tuple[str, str]:
     return "", name[:100]
 
 
-@dataclass
-class _Gate:
-    availability: Availability | None = None
-    error: ToolError | None = None
-    policy: str = ""
-    needs_approval: bool = False
-    approval_timeout_s: float = 600.0
-    hit: results_cache.Hit | None = None
-    cache_key: str = ""
-    cache_ttl_s: int = 0
-    scopes: list[str] = field(default_factory=list)
-    probes: tuple[str, ...] = ()
-    arguments: dict[str, Any] = field(default_factory=dict)
-    approval: str = ""  # an "ask" settled before asking (allowed in this chat)
-
-
 @functools.partial(database_sync_to_async, thread_sensitive=False)
-def _open(
-    *,
-    user_id: int,
-    toolset: Toolset | None,
-    tool: Tool | None,
-    chat_id: int | None,
-    arguments: dict[str, Any],
-    valid: bool,
-    asks: bool,
-    fields: dict[str, Any],
-) -> tuple[ToolExecution, _Gate]:
-    """Records the call and decides whether it may run — availability, rate limit, policy,
-    cache, circuit breaker — in one thread hop."""
-    from core.redis_client import sync_client
-
-    from . import availability, ratelimit
-    from .models import PolicySettings
-
-    gate = _Gate(arguments=arguments)
-    if tool is not None and toolset is not None:
-        resolved = policy.for_tool(user_id, toolset, tool)
-        gate.policy = resolved.policy
-        gate.availability = availability.for_toolset(user_id, tool.toolset_id)
-        available = gate.availability
-        if available is not None and not available.usable:
-            gate.error = ToolError("permission_denied", f"{available.toolset.name}: {available.reason}.")
-        elif resolved.policy == policy.DENY:
-            gate.error = ToolError(
-                "permission_denied", f"{toolset.label}: {tool.display_name} is not allowed (its policy is Deny)."
-            )
-        elif available is not None and not ratelimit.allow(
-            user_id, tool.rate_limit_key, available.rate_limit_per_minute
-        ):
-            gate.error = ToolError(
-                "rate_limit_error",
-                f"Rate limit reached: at most {available.rate_limit_per_minute} calls a minute to this tool.",
-                retryable=True,
-            )
-        elif valid:
-            _decide_run(gate, user_id, resolved, toolset, tool, chat_id, asks, sync_client(), PolicySettings.load())
+def _open(*, fields: dict[str, Any], **checks: Any) -> tuple[ToolExecution, gates.Gate]:
+    """Records the call and decides whether it may run (`gates.decide(**checks)`: availability,
+    rate limit, policy, cache, circuit breaker) in one thread hop."""
+    gate = gates.decide(**checks)
     fields["policy"] = gate.policy
     return ToolExecution.objects.create(**fields), gate
 
 
-def _decide_run(
-    gate: _Gate,
-    user_id: int,
-    resolved: policy.Resolved,
-    toolset: Toolset,
-    tool: Tool,
-    chat_id: int | None,
-    asks: bool,
-    redis: Any,
-    settings: Any,
-) -> None:
-    """For a call that may run: does it need asking, is there a cached result, is the breaker
-    open (claiming the probe now only if nobody has to be asked first)?"""
-    allowed = resolved.policy == policy.ASK and policy.allowed_in_chat(chat_id, toolset.id, tool.name)
-    gate.needs_approval = resolved.policy == policy.ASK and not allowed
-    gate.approval = approvals.ALLOWED_IN_CHAT if allowed else ""
-    gate.approval_timeout_s = float(settings.approval_timeout_s)
-    if results_cache.cacheable(tool, enabled=resolved.cache_enabled):
-        available = gate.availability
-        gate.cache_key = results_cache.key(
-            f"{toolset.id}.{tool.name}",
-            gate.arguments,
-            user_id=user_id,
-            api_key=available.api_key if available else "",
-            public=tool.cache_public,
-        )
-        gate.cache_ttl_s = tool.cache_ttl_s
-        if not gate.needs_approval:
-            gate.hit = results_cache.get(redis, gate.cache_key)
-            if gate.hit is not None:
-                return
-    gate.scopes = breakers.scopes_for(toolset, tool)
-    if gate.needs_approval and not asks:
-        return  # refused without asking anyway: nothing to look up
-    board = breakers.Breakers(redis)
-    verdict = board.allow(gate.scopes, lease_s=_lease_s(tool), claim=not gate.needs_approval)
-    if verdict.allowed:
-        gate.probes = verdict.probes
-    else:
-        gate.needs_approval = False
-        gate.error = ToolError("circuit_open", verdict.message(tool.display_name, board.clock()), retryable=True)
-
-
 @functools.partial(database_sync_to_async, thread_sensitive=False)
-def _finish_record(record: ToolExecution, execution: Execution, attempts: int, gate: _Gate) -> None:
+def _finish_record(record: ToolExecution, execution: Execution, attempts: int, gate: gates.Gate) -> None:
     from core.redis_client import sync_client
 
     record.finished_at = timezone.now()
