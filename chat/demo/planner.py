@@ -15,7 +15,8 @@ from typing import Any, Literal
 
 from . import answers, delegating
 from . import files as demo_files
-from .intents import Intent, asks_for_own_tasks, detect_intents, offered_name
+from .intents import Intent, detect_intents, offered_name
+from .workspace_intents import asks_for_own_tasks
 
 FAIL_BEFORE_TRIGGER = "[demo:fail-before]"
 FAIL_MID_TRIGGER = "[demo:fail-mid]"
