@@ -12,7 +12,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from .answers import ToolResult, first_sentences
+from .answers import ToolResult
+from .formatting import first_sentences
 from .intents import EXA, Intent, _clean_query
 
 DELEGATE = "delegate_to_"
