@@ -63,7 +63,8 @@ def describe_images(content: Any) -> str:
     """A sentence per image part of the message: what the demo model "sees"."""
     if not isinstance(content, list):
         return ""
-    from toolsets.files.extract import ExtractError, describe_image, extract_image
+    from toolsets.files.extract import ExtractError
+    from toolsets.files.images import describe_image, extract_image
 
     lines = []
     for part in content:

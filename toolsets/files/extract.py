@@ -13,15 +13,12 @@ import io
 import json
 import re
 import zipfile
-from collections import Counter
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from typing import Any
 
 MAX_DOCX_XML_BYTES = 64 * 1024 * 1024
 MAX_ZIP_RATIO = 100  # a Word document's XML compresses 5-20 times; zeros compress a thousand
-MAX_IMAGE_PIXELS = 60_000_000
-THUMBNAIL_SIDE = 320
 CSV_PREVIEW_ROWS = 5
 
 
@@ -53,6 +50,8 @@ def extract(data: bytes, family: str, name: str = "", limits: Limits | None = No
     elif family == "docx":
         result = extract_docx(data, limits)
     elif family == "image":
+        from .images import extract_image
+
         result = extract_image(data)
     elif family == "text":
         result = extract_text(data, name, limits)
@@ -254,9 +253,9 @@ def extract_pdf(data: bytes, limits: Limits) -> Extracted:
     except ExtractError:
         raise
     except LimitReachedError as exc:
-        raise ExtractError(f"This PDF is built beyond what Tessera reads ({_reason(exc)}).") from exc
+        raise ExtractError(f"This PDF is built beyond what Tessera reads ({reason(exc)}).") from exc
     except (PyPdfError, ValueError, KeyError, TypeError, AttributeError, IndexError, RecursionError) as exc:
-        raise ExtractError(f"This PDF could not be read ({_reason(exc)}).") from exc
+        raise ExtractError(f"This PDF could not be read ({reason(exc)}).") from exc
     if count > limits.max_pages:
         raise ExtractError(too_many.format(count, limits.max_pages))
     parts: list[str] = []
@@ -295,7 +294,7 @@ def _pdf_title(reader: Any) -> str:
     return " ".join(title.split())[:200]
 
 
-def _reason(exc: BaseException) -> str:
+def reason(exc: BaseException) -> str:
     text = str(exc).strip() or type(exc).__name__
     return text[:200]
 
@@ -313,7 +312,7 @@ def extract_docx(data: bytes, limits: Limits) -> Extracted:
         archive = zipfile.ZipFile(io.BytesIO(data))
         info = archive.getinfo("word/document.xml")
     except (zipfile.BadZipFile, KeyError, OSError, ValueError) as exc:
-        raise ExtractError(f"This Word document could not be opened ({_reason(exc)}).") from exc
+        raise ExtractError(f"This Word document could not be opened ({reason(exc)}).") from exc
     if info.file_size > MAX_DOCX_XML_BYTES or info.file_size > MAX_ZIP_RATIO * max(info.compress_size, 1) + 65536:
         raise ExtractError(
             "This Word document unpacks to far more than its size (a ZIP bomb?); Tessera will not open it."
@@ -323,7 +322,7 @@ def extract_docx(data: bytes, limits: Limits) -> Extracted:
             # The directory's sizes can lie: never read more than the limit, whatever it says.
             xml = stream.read(MAX_DOCX_XML_BYTES + 1)
     except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError) as exc:
-        raise ExtractError(f"This Word document could not be unpacked ({_reason(exc)}).") from exc
+        raise ExtractError(f"This Word document could not be unpacked ({reason(exc)}).") from exc
     if len(xml) > MAX_DOCX_XML_BYTES or len(xml) > MAX_ZIP_RATIO * max(info.compress_size, 1) + 65536:
         raise ExtractError(
             "This Word document unpacks to far more than its size (a ZIP bomb?); Tessera will not open it."
@@ -335,7 +334,7 @@ def extract_docx(data: bytes, limits: Limits) -> Extracted:
             "This Word document declares its own entities (a DTD), which Tessera refuses to expand."
         ) from exc
     except (SyntaxError, ValueError) as exc:
-        raise ExtractError(f"This Word document's text could not be read ({_reason(exc)}).") from exc
+        raise ExtractError(f"This Word document's text could not be read ({reason(exc)}).") from exc
     body = root.find(f"{W}body")
     lines: list[str] = []
     for block in list(body) if body is not None else []:
@@ -367,88 +366,6 @@ def _docx_paragraph(paragraph: Any) -> str:
     if level and text.strip():
         return "#" * int(level.group(1)) + " " + text
     return text
-
-
-# --- images -----------------------------------------------------------------------------------
-
-COLOUR_NAMES: dict[str, tuple[int, int, int]] = {
-    "black": (0, 0, 0),
-    "grey": (128, 128, 128),
-    "white": (255, 255, 255),
-    "red": (220, 40, 40),
-    "orange": (245, 140, 30),
-    "yellow": (245, 220, 40),
-    "green": (50, 170, 60),
-    "teal": (30, 160, 160),
-    "blue": (40, 90, 220),
-    "purple": (130, 60, 200),
-    "pink": (240, 120, 180),
-    "brown": (130, 80, 40),
-}
-
-
-def colour_name(rgb: tuple[int, int, int]) -> str:
-    return min(COLOUR_NAMES, key=lambda name: sum((a - b) ** 2 for a, b in zip(COLOUR_NAMES[name], rgb, strict=True)))
-
-
-def dominant_colour(image: Any) -> tuple[int, int, int]:
-    """The most common colour of the image shrunk to 64×64, in 32 steps per channel."""
-    small = image.convert("RGBA").resize((64, 64))
-    counts: Counter[tuple[int, int, int]] = Counter()
-    pixels = small.get_flattened_data() if hasattr(small, "get_flattened_data") else small.getdata()
-    for red, green, blue, alpha in pixels:
-        if alpha >= 128:
-            counts[(red // 8 * 8 + 4, green // 8 * 8 + 4, blue // 8 * 8 + 4)] += 1
-    if not counts:
-        return (255, 255, 255)
-    rgb = counts.most_common(1)[0][0]
-    return (min(rgb[0], 255), min(rgb[1], 255), min(rgb[2], 255))
-
-
-def describe_image(facts: dict[str, Any]) -> str:
-    """One deterministic sentence about an image: size, format, dominant colour."""
-    return (
-        f"A {facts['width']}×{facts['height']} {facts['format']} image; its dominant colour is "
-        f"{facts['colour_name']} ({facts['colour']})."
-    )
-
-
-def extract_image(data: bytes) -> Extracted:
-    from PIL import Image, UnidentifiedImageError
-
-    Image.MAX_IMAGE_PIXELS = MAX_IMAGE_PIXELS
-    try:
-        with Image.open(io.BytesIO(data)) as image:
-            if image.format not in ("PNG", "JPEG", "GIF", "WEBP"):
-                raise ExtractError("Images must be PNG, JPEG, GIF or WebP.")
-            width, height = image.size
-            if width * height > MAX_IMAGE_PIXELS:
-                raise ExtractError(f"This image is {width}×{height} pixels; Tessera reads at most 60 megapixels.")
-            image.load()
-            rgb = dominant_colour(image)
-            frames = getattr(image, "n_frames", 1)
-            thumb = image.convert("RGBA") if image.mode in ("P", "LA", "RGBA", "PA") else image.convert("RGB")
-            thumb.thumbnail((THUMBNAIL_SIDE, THUMBNAIL_SIDE))
-            out = io.BytesIO()
-            thumb.save(out, "WEBP", quality=80)
-            fmt = image.format
-    except ExtractError:
-        raise
-    except Image.DecompressionBombError as exc:
-        raise ExtractError("This image has far too many pixels; Tessera reads at most 60 megapixels.") from exc
-    except (UnidentifiedImageError, OSError, ValueError, SyntaxError, EOFError) as exc:
-        raise ExtractError(f"This image could not be read ({_reason(exc)}).") from exc
-    facts: dict[str, Any] = {
-        "width": width,
-        "height": height,
-        "format": fmt,
-        "colour": "#{:02x}{:02x}{:02x}".format(*rgb),
-        "colour_name": colour_name(rgb),
-        "thumbnail": True,
-    }
-    if frames > 1:
-        facts["frames"] = frames
-    return Extracted("image", describe_image(facts), [0], facts, out.getvalue())
 
 
 # --- the child process ------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from .extract import describe_image
+from .images import describe_image
 from .models import Attachment
 
 log = logging.getLogger(__name__)
