@@ -136,6 +136,12 @@ def _rows(sql: str, params: Iterable[Any]) -> list[tuple[Any, ...]]:
         return list(cursor.fetchall())
 
 
+# Only the branch a chat shows is found: a version edited away or answered again stays in the
+# index (switching back shows it again) but a hit on it would open a chat that does not show it.
+SHOWN_BRANCH_JOIN = "LEFT JOIN chat_turn t ON t.id = m.turn_id AND t.active = %s"
+SHOWN_BRANCH = "(m.turn_id IS NULL OR t.id IS NOT NULL)"
+
+
 def matching(user_id: int, words: list[str]) -> tuple[set[int], dict[int, int]]:
     """The user's chats whose title matches every word, and for each of the user's chats with a
     message that does, its latest such message: (chat ids, {chat id: message id})."""
@@ -150,10 +156,10 @@ def matching(user_id: int, words: list[str]) -> tuple[set[int], dict[int, int]]:
         )
         messages = _rows(
             "SELECT m.chat_id, MAX(m.id) FROM chat_message m JOIN chat_chat c ON c.id = m.chat_id "
-            "WHERE c.owner_id = %s AND m.id IN "
+            f"{SHOWN_BRANCH_JOIN} WHERE c.owner_id = %s AND {SHOWN_BRANCH} AND m.id IN "
             "(SELECT rowid FROM chatsearch_message_fts WHERE chatsearch_message_fts MATCH %s) "
             "GROUP BY m.chat_id",
-            [user_id, match],
+            [True, user_id, match],
         )
     elif connection.vendor == "postgresql":
         query = tsquery(words)
@@ -164,10 +170,10 @@ def matching(user_id: int, words: list[str]) -> tuple[set[int], dict[int, int]]:
         where = INDEXED_WHERE.replace("role", "m.role").replace("lane", "m.lane")
         messages = _rows(
             "SELECT m.chat_id, MAX(m.id) FROM chat_message m JOIN chat_chat c ON c.id = m.chat_id "
-            f"WHERE c.owner_id = %s AND {where} "
+            f"{SHOWN_BRANCH_JOIN} WHERE c.owner_id = %s AND {SHOWN_BRANCH} AND {where} "
             f"AND {_pg_vector(f'left(m.content, {INDEXED_CHARS})')} @@ {_PG_QUERY} "
             "GROUP BY m.chat_id",
-            [user_id, query],
+            [True, user_id, query],
         )
     else:
         return _fallback(user_id, words)
@@ -186,6 +192,7 @@ def _fallback(user_id: int, words: list[str]) -> tuple[set[int], dict[int, int]]
     titles = set(Chat.objects.filter(title_q, owner_id=user_id).values_list("id", flat=True))
     rows = (
         Message.objects.filter(text_q, chat__owner_id=user_id, role__in=["user", "assistant"], lane="")
+        .filter(Q(turn__isnull=True) | Q(turn__active=True))
         .values("chat_id")
         .annotate(last=Max("id"))
     )

@@ -213,3 +213,24 @@ def test_postgresql_queries_use_the_expression_indexes(user: Any, chats: dict[st
             [query.tsquery(["kyoto"])],
         )
         assert "chatsearch_chat_tsv" in "\n".join(row[0] for row in cursor.fetchall())
+
+
+def test_only_the_version_a_chat_shows_is_found(user: Any) -> None:
+    """An edited question's first version stays stored (the versions switcher shows it again)
+    but is not found: the chat would open on the other version."""
+    from chat import branches
+
+    chat = Chat.objects.create(owner=user, title="Travel")
+    first = Turn.objects.create(chat=chat, status=Turn.Status.COMPLETED)
+    Message.objects.create(chat=chat, turn=first, role="user", content="Flights to Lisbon in May")
+    edited = Turn(chat=chat, status=Turn.Status.COMPLETED, parent=None)
+    edited.first_of_branch = True  # another version of the first exchange, as an edit makes it
+    edited.save()
+    Message.objects.create(chat=chat, turn=edited, role="user", content="Trains to Porto in June")
+    branches.choose(edited)
+
+    assert find(user, "lisbon") == []
+    assert find(user, "porto") == [chat.pk]
+    branches.choose(first)
+    assert find(user, "lisbon") == [chat.pk]
+    assert find(user, "porto") == []
