@@ -6,6 +6,7 @@ production is a crash at start-up rather than a silently wrong default.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import secrets
 from pathlib import Path
@@ -85,6 +86,14 @@ SECRET_KEY = _secret_key()
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+# Reverse proxies (addresses or networks) whose X-Forwarded-For is believed: per-client limits
+# (sign-up attempts) then count the client, not the proxy (core.http.client_address).
+TRUSTED_PROXIES = env_list("TESSERA_TRUSTED_PROXIES", [])
+for _proxy in TRUSTED_PROXIES:
+    try:
+        ipaddress.ip_network(_proxy.strip(), strict=False)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"TESSERA_TRUSTED_PROXIES: {_proxy!r} is not an address or a network.") from exc
 
 INSTALLED_APPS = [
     "daphne",

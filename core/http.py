@@ -1,9 +1,13 @@
-"""Request types for views behind @login_required (so `request.user` is a real User)."""
+"""Request types for views behind @login_required (so `request.user` is a real User), and the
+address a request came from."""
 
 from __future__ import annotations
 
+import ipaddress
+from functools import cache
 from typing import TYPE_CHECKING
 
+from django.conf import settings
 from django.http import HttpRequest
 
 if TYPE_CHECKING:
@@ -14,3 +18,37 @@ if TYPE_CHECKING:
 class AuthedRequest(HttpRequest):
     user: User
     htmx: HtmxDetails
+
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+@cache
+def _trusted(proxies: tuple[str, ...]) -> tuple[Network, ...]:
+    return tuple(ipaddress.ip_network(proxy.strip(), strict=False) for proxy in proxies if proxy.strip())
+
+
+def _ip(value: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        return ipaddress.ip_address(value.strip())
+    except ValueError:
+        return None
+
+
+def client_address(request: HttpRequest) -> str:
+    """The client's address: the connection's, unless it comes from a proxy in TRUSTED_PROXIES,
+    then the last address in X-Forwarded-For that is not one of those proxies (what a client
+    writes there itself comes before what the proxies append, so it is never taken)."""
+    remote = str(request.META.get("REMOTE_ADDR") or "")
+    trusted = _trusted(tuple(settings.TRUSTED_PROXIES))
+    found = _ip(remote)
+    if found is None or not any(found in net for net in trusted):
+        return remote or "unknown"
+    forwarded = str(request.META.get("HTTP_X_FORWARDED_FOR") or "")
+    for hop in reversed([part for part in forwarded.split(",") if part.strip()]):
+        address = _ip(hop)
+        if address is None:
+            break  # not an address: nothing further left can be trusted
+        if not any(address in net for net in trusted):
+            return str(address)
+    return remote

@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import time
 
-from django.http import HttpRequest
-
+from core.http import client_address
 from core.redis_client import sync_client
 
+__all__ = ["allow", "client_address"]
+
 WINDOW_S = 3600
-
-
-def client_address(request: HttpRequest) -> str:
-    return str(request.META.get("REMOTE_ADDR") or "unknown")
 
 
 def allow(scope: str, who: str, per_hour: int) -> bool:
