@@ -56,8 +56,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--uvloop",
         action=argparse.BooleanOptionalAction,
-        default=True,
-        help="uvloop for the worker's loop (TESSERA_WORKER_UVLOOP, the default); --no-uvloop: asyncio's",
+        default=False,
+        help="uvloop for the worker's loop (TESSERA_WORKER_UVLOOP); the default is asyncio's",
     )
     parser.add_argument("--keep", action="store_true", help="keep the temp directory (logs, database)")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "latest.json"))

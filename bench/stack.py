@@ -170,7 +170,7 @@ class StackConfig:
     gc_freeze: bool = False  # experiment: gc.freeze() in the worker once started (bench/settings.py)
     litellm_httpx: bool = False  # experiment: LiteLLM's httpx transport in the worker (bench/settings.py)
     fast_path: bool = True  # TESSERA_FAST_PATH: Tessera's own reader for the (OpenAI-compatible) fake provider
-    uvloop: bool = True  # TESSERA_WORKER_UVLOOP (the default since issue 17)
+    uvloop: bool = False  # TESSERA_WORKER_UVLOOP
     profile: str = ""  # "perf" or "cprofile": see bench.profiler
     profile_dir: Path = ROOT / "bench" / "results"
     keep: bool = False
