@@ -352,8 +352,8 @@ TESSERA = {
     # Threads LiteLLM may use at once for its end-of-stream work in a worker (chat/worker_loop.py).
     "WORKER_LIBRARY_THREADS": env_int("TESSERA_WORKER_LIBRARY_THREADS", 2),
     # uvloop instead of asyncio's own loop for a worker's turns (chat/worker_loop.py).
-    # Off by default: with uvloop the progress notifications of an MCP server run as a subprocess
-    # (stdio) reached the card late, in a burst with the result; asyncio's loop delivers them live.
+    # Off by default: on the benchmark, uvloop's gain for a worker is within the machine's drift
+    # (bench/RESULTS.md), and asyncio's loop is the one every test has run on for longest.
     "WORKER_UVLOOP": env_bool("TESSERA_WORKER_UVLOOP", False),
 }
 

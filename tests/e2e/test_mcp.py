@@ -69,8 +69,14 @@ def test_admin_adds_a_server_and_a_user_watches_its_tool_work(page: Page, browse
 
     send(page, "convert 5 km to miles")
     card = page.locator(".tool-card").last
-    # The server's progress notifications, live on the card while it runs.
-    expect(card).to_contain_text("Converting 5 km to mi", timeout=20_000)
+    # The server's progress notifications, live on the card while it runs. Each lasts 0.4 s,
+    # shorter than expect()'s later polling steps (1 s): looked for every 50 ms instead.
+    page.wait_for_function(
+        """() => [...document.querySelectorAll('.tool-card')]
+                 .some((c) => c.textContent.includes('Converting 5 km to mi'))""",
+        polling=50,
+        timeout=20_000,
+    )
     shot(page, "mcp-card-progress")
     wait_turn_done(page)
     expect(card).to_contain_text("Convert units")
