@@ -12,7 +12,11 @@ from typing import Any, Literal, NotRequired, TypedDict
 
 from channels.layers import get_channel_layer
 from channels_redis.pubsub import RedisPubSubChannelLayer
+from django.conf import settings
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, ResponseError
+
+from core import redis_pipe
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +57,8 @@ async def send_fragment(
 ) -> None:
     """Sends a fragment to the chat's sockets. With `redis` and `state` (key, value, seconds to
     live), the state is stored first, in the same round trip when the layer publishes on that
-    Redis: one command (a script: SET, then PUBLISH) instead of two, each waiting for its reply."""
+    Redis: one command (a script: SET, then PUBLISH) instead of two, each waiting for its reply,
+    written on the loop's pipelined connection (core.redis_pipe) where the URL allows one."""
     layer = layer or get_channel_layer()
     message: FragmentMessage = {"type": "chat.fragment", "turn": turn_id, "seq": seq, "html": html}
     if full:
@@ -101,7 +106,20 @@ _script = _Script()
 
 
 async def _store_and_publish(redis: Any, key: str, value: bytes, ttl: int, channel: str, payload: bytes) -> None:
+    pipe = redis_pipe.for_loop(settings.REDIS_URL)
+    if pipe is not None:
+        try:
+            await _run_script(pipe.execute, key, value, ttl, channel, payload)
+            return
+        except RedisConnectionError:
+            # The pipe does not retry: this one command goes through redis-py's client, which
+            # does (a Redis restarting); the next one opens a new pipe.
+            log.warning("Publishing on the pipelined Redis connection failed; retrying with redis-py", exc_info=True)
+    await _run_script(redis.execute_command, key, value, ttl, channel, payload)
+
+
+async def _run_script(run: Any, key: str, value: bytes, ttl: int, channel: str, payload: bytes) -> None:
     try:
-        await redis.execute_command("EVALSHA", _SHA, 2, key, channel, value, ttl, payload)
+        await run("EVALSHA", _SHA, 2, key, channel, value, ttl, payload)
     except NoScriptError:  # a Redis that restarted, or has not seen the script yet
-        await redis.execute_command("EVAL", _STORE_AND_PUBLISH, 2, key, channel, value, ttl, payload)
+        await run("EVAL", _STORE_AND_PUBLISH, 2, key, channel, value, ttl, payload)

@@ -28,6 +28,7 @@ import redis.asyncio as aioredis
 from channels.db import database_sync_to_async
 
 from chat.agent.loop import CancelToken
+from core import redis_pipe
 
 from . import live
 
@@ -209,6 +210,7 @@ class WorkerLoop:
             fast_path = sys.modules.get("chat.agent.openai_stream")
             if fast_path is not None:
                 await fast_path.close_sessions()
+            redis_pipe.close()
 
         try:
             self.submit(close()).result(timeout=5)

@@ -12,6 +12,7 @@ the same loop below, so retries, errors, usage and finish reasons behave the sam
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -106,7 +107,7 @@ class LiteLLMModel:
         self._completion = completion or litellm.acompletion
         # The fast path's route, when this model has one; a scripted completion is LiteLLM's.
         self.route = openai_stream.resolve(config) if config.fast_path and completion is None else None
-        self.partial = AssistantMessage()
+        self._received = _Received()
         self.requests = 0  # HTTP requests this model has made, retries included
 
     def _kwargs(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> dict[str, Any]:
@@ -208,69 +209,90 @@ class LiteLLMModel:
     ) -> AsyncIterator[StreamEvent]:
         """Yields TextDelta/ToolCallOpened events, then one Completed.
 
-        `self.partial` always holds what has arrived so far, so a caller that stops iterating
+        `self.partial` is what has arrived so far, so a caller that stops iterating
         (Stop) or sees a ProviderError mid-stream can keep the partial answer.
         """
-        self.partial = AssistantMessage()
+        self._received = received = _Received()
         try:
             response, chunks = await self._open(messages, tools)
         except ProviderError as exc:
             metrics.PROVIDER_ERRORS.labels(exc.kind).inc()
             raise
-        accumulator = ToolCallAccumulator()
-        text: list[str] = []
-        reasoning: list[str] = []
         reported = False  # whether the provider reported usage at all
         try:
             async for chunk in chunks:
-                usage = get_field(chunk, "usage")
+                # The fast path's chunks are dicts; LiteLLM's are objects (get_field reads both).
+                get = chunk.get if type(chunk) is dict else functools.partial(get_field, chunk)
+                usage = get("usage")
                 if usage:
                     reported = True
                     # The last report wins: some providers send running totals, and the final
                     # `choices: []` chunk carries the whole call's usage.
-                    self.partial.usage = Usage(
+                    received.usage = Usage(
                         prompt_tokens=_count(get_field(usage, "prompt_tokens")),
                         completion_tokens=_count(get_field(usage, "completion_tokens")),
                     )
-                choices = get_field(chunk, "choices") or []
+                choices = get("choices")
                 if not choices:
                     continue
                 choice = choices[0]
                 delta = get_field(choice, "delta")
                 finish_reason = normalize_finish_reason(get_field(choice, "finish_reason"))
                 if finish_reason:
-                    self.partial.finish_reason = finish_reason
+                    received.finish_reason = finish_reason
                 if delta is None:
                     continue
                 # Reasoning ("thinking") streams beside the answer on some providers; it is
                 # kept apart and never becomes answer text.
                 thought = get_field(delta, "reasoning_content")
                 if isinstance(thought, str) and thought:
-                    reasoning.append(thought)
-                    self.partial.reasoning = "".join(reasoning)
+                    received.reasoning.append(thought)
                 content = get_field(delta, "content")
                 if isinstance(content, str) and content:
-                    text.append(content)
-                    self.partial.content = "".join(text)
+                    received.text.append(content)
                     yield TextDelta(content)
                 tool_deltas = get_field(delta, "tool_calls")
                 if tool_deltas:
-                    for position, call_id, name in accumulator.add(list(tool_deltas)):
+                    for position, call_id, name in received.calls.add(list(tool_deltas)):
                         yield ToolCallOpened(position, call_id, name)
-                    self.partial.tool_calls = accumulator.calls()
         except Exception as exc:
             kind, message = describe_error(exc)
             metrics.PROVIDER_ERRORS.labels(kind).inc()
             raise ProviderError(f"{message} The answer was cut off.", kind=kind) from exc
         finally:
             await _close(response)
-        self.partial.content = "".join(text)
+        answer = received.message()
         # Drive the loop from the calls actually received, not from finish_reason: several
         # providers report "stop" on a response that carries tool calls.
-        self.partial.tool_calls = accumulator.calls()
         if not reported:
-            self.partial.usage = _counted_usage(self.config.model, messages, tools, self.partial)
-        yield Completed(self.partial)
+            answer.usage = received.usage = _counted_usage(self.config.model, messages, tools, answer)
+        yield Completed(answer)
+
+    @property
+    def partial(self) -> AssistantMessage:
+        """What the current stream has delivered so far (assembled when asked, not per chunk:
+        joining the text on every chunk made an answer cost O(n²))."""
+        return self._received.message()
+
+
+class _Received:
+    """The parts of one streamed answer as they arrive."""
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.reasoning: list[str] = []
+        self.calls = ToolCallAccumulator()
+        self.usage = Usage()
+        self.finish_reason: str | None = None
+
+    def message(self) -> AssistantMessage:
+        return AssistantMessage(
+            content="".join(self.text),
+            tool_calls=self.calls.calls(),
+            finish_reason=self.finish_reason,
+            usage=self.usage,
+            reasoning="".join(self.reasoning),
+        )
 
 
 class _UsageChunks(list[Any]):

@@ -48,7 +48,9 @@ log = logging.getLogger(__name__)
 
 
 class Model(Protocol):
-    partial: AssistantMessage
+    @property
+    def partial(self) -> AssistantMessage:
+        """What the current stream has delivered so far."""
 
     def stream(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None

@@ -13,6 +13,7 @@ from chat import live
 from chat.consumers import CLOSE_NOT_FOUND, CLOSE_UNAUTHENTICATED
 from chat.models import Chat, Turn
 from config.asgi import application
+from core import redis_pipe
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -113,7 +114,7 @@ async def test_idle_socket_stays_open_past_the_layers_blocking_timeout(user: Any
     await comm.disconnect()
 
 
-async def test_a_published_state_and_its_fragment_go_in_one_round_trip(user: Any) -> None:
+async def test_a_published_state_and_its_fragment_go_in_one_round_trip(user: Any, monkeypatch: Any) -> None:
     """The worker stores a turn's state and publishes its fragment in one Redis command (a
     script), on the channel channels-redis's pub/sub layer listens to: the socket gets the fragment, and
     the state read by a reconnecting page is already the one it goes with."""
@@ -127,13 +128,18 @@ async def test_a_published_state_and_its_fragment_go_in_one_round_trip(user: Any
     turn = await Turn.objects.acreate(chat=chat, status=Turn.Status.RUNNING)
     redis = live.async_client()
     commands: list[str] = []
-    original = redis.execute_command
+    original, piped = redis.execute_command, redis_pipe.RedisPipe.execute
 
     async def recording(*args: Any, **options: Any) -> Any:
         commands.append(str(args[0]))
         return await original(*args, **options)
 
+    async def recording_pipe(self: redis_pipe.RedisPipe, *args: Any) -> Any:
+        commands.append(str(args[0]))
+        return await piped(self, *args)
+
     redis.execute_command = recording  # type: ignore[method-assign]
+    monkeypatch.setattr(redis_pipe.RedisPipe, "execute", recording_pipe)
     state = live.LiveTurn(turn.pk, chat.pk, steps=[live.LiveStep(0, text="Hello")])
 
     await state.publish(redis, '<div id="y" hx-swap-oob="true">Hello</div>')
@@ -147,7 +153,7 @@ async def test_a_published_state_and_its_fragment_go_in_one_round_trip(user: Any
     await comm.disconnect()
 
 
-async def test_a_redis_that_refuses_scripts_gets_two_commands_and_loses_nothing(user: Any) -> None:
+async def test_a_redis_that_refuses_scripts_gets_two_commands_and_loses_nothing(user: Any, monkeypatch: Any) -> None:
     from redis.exceptions import ResponseError
 
     from chat import events
@@ -164,7 +170,11 @@ async def test_a_redis_that_refuses_scripts_gets_two_commands_and_loses_nothing(
             raise ResponseError("ERR unknown command 'EVALSHA'")
         return await original(*args, **options)
 
+    async def pipe_no_scripts(self: redis_pipe.RedisPipe, *args: Any) -> Any:
+        raise ResponseError("ERR unknown command 'EVALSHA'")
+
     redis.execute_command = no_scripts  # type: ignore[method-assign]
+    monkeypatch.setattr(redis_pipe.RedisPipe, "execute", pipe_no_scripts)
     state = live.LiveTurn(turn.pk, chat.pk, steps=[live.LiveStep(0, text="Still here")])
     try:
         await state.publish(redis, '<div id="z" hx-swap-oob="true">Still here</div>')
@@ -177,3 +187,26 @@ async def test_a_redis_that_refuses_scripts_gets_two_commands_and_loses_nothing(
     finally:
         events._script.usable = True
         await comm.disconnect()
+
+
+async def test_a_broken_pipelined_connection_hands_the_fragment_to_redis_py(user: Any, monkeypatch: Any) -> None:
+    """The pipelined connection does not retry: when it fails, the fragment and its state go
+    through redis-py's client (which does), and nothing is lost."""
+    from redis.exceptions import ConnectionError as RedisConnectionError
+
+    chat = await Chat.objects.acreate(owner=user)
+    comm = communicator(chat.pk, await _cookie(user))
+    await comm.connect()
+    turn = await Turn.objects.acreate(chat=chat, status=Turn.Status.RUNNING)
+    redis = live.async_client()
+
+    async def broken(self: redis_pipe.RedisPipe, *args: Any) -> Any:
+        raise RedisConnectionError("Redis connection lost: reset by peer")
+
+    monkeypatch.setattr(redis_pipe.RedisPipe, "execute", broken)
+    state = live.LiveTurn(turn.pk, chat.pk, steps=[live.LiveStep(0, text="Through")])
+    await state.publish(redis, '<div id="w" hx-swap-oob="true">Through</div>')
+    assert "Through" in await comm.receive_from(timeout=3)
+    stored = await live.LiveTurn.aload(redis, turn.pk)
+    assert stored is not None and stored.seq == 1 and stored.steps[0].text == "Through"
+    await comm.disconnect()
