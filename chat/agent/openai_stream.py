@@ -179,11 +179,13 @@ async def open_stream(
     headers["Accept"] = "text/event-stream"
     seconds = kwargs.get("timeout")
     seconds = float(seconds) if isinstance(seconds, int | float) else DEFAULT_TIMEOUT_S
-    # No limit on the whole answer (a long one streams for minutes): on connecting, and on
-    # each wait for more of the stream.
-    timeout = aiohttp.ClientTimeout(total=None, connect=seconds, sock_read=seconds)
+    # No limit on the whole answer (a long one streams for minutes): on connecting, on the wait
+    # for the response, then on each wait for more of the stream (`_ReadDeadline`, not aiohttp's
+    # sock_read, which re-arms a timer on every chunk).
+    timeout = aiohttp.ClientTimeout(total=None, connect=seconds, sock_read=None)
     try:
-        response = await session().post(route.url, data=body, headers=headers, timeout=timeout)
+        async with asyncio.timeout(seconds):
+            response = await session().post(route.url, data=body, headers=headers, timeout=timeout)
     except (aiohttp.ClientError, OSError, TimeoutError) as exc:
         raise error_from_transport(exc, route.provider, route.model, route.label) from exc
     if response.status != 200:
@@ -196,10 +198,37 @@ async def open_stream(
         raise error_from_response(
             response.status, text, response.headers, route.provider, route.model, route.label, route.api_key
         )
-    return response, _chunks(response, route)
+    return response, _chunks(response, route, seconds)
 
 
 DEFAULT_TIMEOUT_S = 120.0
+
+
+class _ReadDeadline:
+    """Ends a stream that has sent nothing for `seconds`. The reader only notes the time of each
+    read; one timer per stream checks it when the deadline would pass and moves itself on. (A
+    timeout re-armed on every chunk cost ~8 µs of a chunk's ~100, bench/RESULTS.md, and filled
+    the loop's timer heap with cancelled timers.)"""
+
+    def __init__(self, response: aiohttp.ClientResponse, seconds: float) -> None:
+        loop = asyncio.get_running_loop()
+        self.now = loop.time
+        self.response = response
+        self.seconds = seconds
+        self.last = self.now()
+        self.expired = False
+        self._handle = loop.call_later(seconds, self._check)
+
+    def _check(self) -> None:
+        idle = self.now() - self.last
+        if idle >= self.seconds:
+            self.expired = True
+            self.response.close()  # the reader's wait ends with an error, made a timeout there
+        else:
+            self._handle = asyncio.get_running_loop().call_later(self.seconds - idle, self._check)
+
+    def cancel(self) -> None:
+        self._handle.cancel()
 
 
 def _events(pending: bytes, received: bytes, data: list[bytes]) -> tuple[list[bytes], bytes, bool]:
@@ -222,7 +251,9 @@ def _events(pending: bytes, received: bytes, data: list[bytes]) -> tuple[list[by
     return events, pending, False
 
 
-async def _chunks(response: aiohttp.ClientResponse, route: Route) -> AsyncIterator[dict[str, Any]]:
+async def _chunks(
+    response: aiohttp.ClientResponse, route: Route, seconds: float = DEFAULT_TIMEOUT_S
+) -> AsyncIterator[dict[str, Any]]:
     """The stream's `data:` payloads, parsed. A minimal SSE reader: events are separated by a
     blank line, `data:` lines of one event are joined with a newline (no OpenAI-compatible
     server sends more than one), other fields and comments are skipped, `[DONE]` ends it."""
@@ -231,8 +262,11 @@ async def _chunks(response: aiohttp.ClientResponse, route: Route) -> AsyncIterat
     data: list[bytes] = []
     done = False
     finished = False
+    deadline = _ReadDeadline(response, seconds)
+    now = deadline.now
     try:
         async for received in response.content.iter_any():
+            deadline.last = now()
             if done:
                 continue  # read to the end of the body, so the connection goes back to the pool
             events, pending, done = _events(pending, received, data)
@@ -241,6 +275,8 @@ async def _chunks(response: aiohttp.ClientResponse, route: Route) -> AsyncIterat
                 if type(chunk) is dict and "error" in chunk and not chunk.get("choices"):
                     raise error_from_event(chunk, route.provider, route.model, route.label, route.api_key)
                 yield chunk
+        if deadline.expired:
+            raise TimeoutError(f"No data for {seconds:g} s")
         finished = True
         if done:
             return
@@ -249,7 +285,10 @@ async def _chunks(response: aiohttp.ClientResponse, route: Route) -> AsyncIterat
         if data and data != [b"[DONE]"]:
             yield loads(b"\n".join(data))
     except (aiohttp.ClientError, OSError, TimeoutError, orjson.JSONDecodeError) as exc:
-        if isinstance(exc, aiohttp.ClientPayloadError) and not done:
+        cause: BaseException = exc
+        if deadline.expired:
+            cause = TimeoutError(f"No data for {seconds:g} s")
+        elif isinstance(exc, aiohttp.ClientPayloadError) and not done:
             # The connection dropped: aiohttp raises before handing over what it had already
             # received, and that text reached Tessera before the cut; keep every whole event.
             leftover = b"".join(getattr(response.content, "_buffer", ()))
@@ -257,8 +296,9 @@ async def _chunks(response: aiohttp.ClientResponse, route: Route) -> AsyncIterat
             for event in events:
                 with contextlib.suppress(orjson.JSONDecodeError):
                     yield loads(event)
-        raise error_from_transport(exc, route.provider, route.model, route.label) from exc
+        raise error_from_transport(cause, route.provider, route.model, route.label) from exc
     finally:
+        deadline.cancel()
         if finished:
             response.release()  # read to its end: the connection goes back to the pool
         else:

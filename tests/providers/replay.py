@@ -28,7 +28,7 @@ class Reply:
     """One response. `chunks` are the `data:` payloads of an SSE stream (dicts, sent as JSON;
     a `choices` list is sent as is, anything else is wrapped as the one choice); `status` other
     than 200 sends `error` as a JSON body instead; `cut_after` drops the connection after that
-    many chunks, without finishing the chunked body."""
+    many chunks, without finishing the chunked body; `gap_s` pauses before each chunk."""
 
     chunks: list[dict[str, Any]] = field(default_factory=list)
     status: int = 200
@@ -36,6 +36,7 @@ class Reply:
     error: dict[str, Any] | None = None
     cut_after: int | None = None
     done: bool = True  # the closing `data: [DONE]`
+    gap_s: float = 0.0  # a pause before each chunk (a slow model)
 
 
 @dataclass
@@ -139,6 +140,8 @@ def _handler_for(server: ReplayServer) -> type[BaseHTTPRequestHandler]:
                     self.connection.shutdown(socket.SHUT_RDWR)
                     self.close_connection = True
                     return
+                if reply.gap_s:
+                    time.sleep(reply.gap_s)
                 self._chunk(b"data: " + payload + b"\n\n")
             if reply.done:
                 self._chunk(b"data: [DONE]\n\n")

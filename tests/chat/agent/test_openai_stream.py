@@ -332,3 +332,53 @@ async def test_a_stream_cut_mid_answer_keeps_the_text(server: ReplayServer, fast
         await collect(llm)
     assert "cut off" in info.value.message and llm.partial.content == "Half an answer"
     assert len(server.requests) == 1
+
+
+async def _stalling_provider(first: bytes) -> tuple[asyncio.Server, int]:
+    """A provider that sends `first` (the response head and any chunks) and then nothing."""
+
+    async def stall(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(first)
+        await writer.drain()
+        await reader.read()
+        writer.close()
+
+    tcp = await asyncio.start_server(stall, "127.0.0.1", 0)
+    return tcp, tcp.sockets[0].getsockname()[1]
+
+
+HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+HELLO = b'data: {"choices": [{"delta": {"content": "Hello"}}]}\n\n'
+
+
+@pytest.mark.parametrize(
+    ("sent", "kept"),
+    [
+        (b"", ""),  # no response at all
+        (HEAD, ""),  # the head, then silence
+        (HEAD + b"%x\r\n%s\r\n" % (len(HELLO), HELLO), "Hello"),
+    ],
+)
+async def test_a_stream_that_goes_quiet_ends_as_a_timeout_keeping_its_text(sent: bytes, kept: str) -> None:
+    tcp, port = await _stalling_provider(sent)
+    llm = LiteLLMModel(
+        ModelConfig("openai/quiet", api_base=f"http://127.0.0.1:{port}/v1", api_key="k", retries=0, timeout_s=0.4)
+    )
+    started = asyncio.get_running_loop().time()
+    with pytest.raises(ProviderError) as info:
+        await asyncio.wait_for(collect(llm), 5)
+    assert info.value.kind == "timeout"
+    assert 0.35 < asyncio.get_running_loop().time() - started < 3
+    assert llm.partial.content == kept
+    tcp.close()
+
+
+async def test_a_slow_but_steady_stream_is_not_cut(server: ReplayServer) -> None:
+    """The deadline is for silence, not for the whole answer: chunks 0.15 s apart for 1 s pass
+    a 0.4 s timeout."""
+    reply = answer("s s s s s s s")
+    reply.gap_s = 0.15
+    server.play(reply)
+    events = await collect(model(server, timeout_s=0.4))
+    assert events[-1].message.content.split() == ["s"] * 7
