@@ -6,8 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Exists, OuterRef
 from django.http import HttpRequest
 from django.template.loader import render_to_string
+
+from toolsets.files.templatetags.files import shown_with
 
 from . import branches, presenters
 from .models import Chat, LLMModel, Message, Turn
@@ -29,8 +32,9 @@ def start_turn(
     metadata: dict[str, Any] | None = None,
 ) -> tuple[Message, Turn]:
     """A new exchange after `parent` (a new version of an exchange when `parent` already has
-    one: `branches.choose` then shows it). Call with the chat's row locked."""
-    with transaction.atomic():
+    one: `branches.choose` then shows it). Call with the chat's row locked (so inside the
+    caller's transaction: no savepoint of its own)."""
+    with transaction.atomic(savepoint=False):
         turn = Turn(chat=chat, model=model or chat.model or LLMModel.default(), parent=parent)
         turn.first_of_branch = parent is None
         turn.save()
@@ -46,9 +50,10 @@ def start_turn(
 
 def lock_idle(chat: Chat) -> bool:
     """Locks the chat's row (two clicks or two tabs cannot both start a turn); False if a turn
-    is running in it. Call inside a transaction."""
-    Chat.objects.select_for_update().filter(pk=chat.pk).first()
-    return not chat.turns.filter(status__in=Turn.ACTIVE).exists()
+    is running in it. Call inside a transaction. One query: the lock and the check."""
+    running = Turn.objects.filter(chat=OuterRef("pk"), status__in=Turn.ACTIVE)
+    busy = Chat.objects.select_for_update().filter(pk=chat.pk).annotate(busy=Exists(running))
+    return not busy.values_list("busy", flat=True).first()
 
 
 def title_from(content: str) -> str:
@@ -89,9 +94,13 @@ def enabled_models() -> Any:
     return LLMModel.objects.filter(enabled=True).only("id", "name", "model")
 
 
-def new_exchange_html(request: HttpRequest, chat: Chat, turn: Turn, question: Message) -> str:
-    """A just-started exchange as the page appends it: the question, and the turn waiting for
-    its worker."""
+def new_exchange_html(
+    request: HttpRequest, chat: Chat, turn: Turn, question: Message, files: list[Any] | None = None
+) -> str:
+    """A just-started exchange as the page appends it: the question (with `files`, when the
+    caller has them: no query for them), and the turn waiting for its worker."""
+    if files is not None:
+        shown_with(question, files)
     view = presenters.turn(turn.pk, status=turn.status, steps=[])
     exchange = presenters.exchange(turn.pk, question, view, None)
     return render_to_string(

@@ -156,7 +156,7 @@ def send_message(request: AuthedRequest, chat_id: int) -> HttpResponse:
             return HttpResponse(BUSY, status=409)
         message, turn = start_turn(chat, content, parent=branches.last_turn(chat))
         attach.link(files, message)
-    html = new_exchange_html(request, chat, turn, message)
+    html = new_exchange_html(request, chat, turn, message, files)
     if not had_title:
         html += render_to_string("chat/_chat_link.html", {"item": chat, "chat": chat, "oob": True}, request)
     return HttpResponse(html)

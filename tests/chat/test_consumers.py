@@ -210,3 +210,31 @@ async def test_a_broken_pipelined_connection_hands_the_fragment_to_redis_py(user
     stored = await live.LiveTurn.aload(redis, turn.pk)
     assert stored is not None and stored.seq == 1 and stored.steps[0].text == "Through"
     await comm.disconnect()
+
+
+async def test_fragments_are_forwarded_without_a_trip_to_a_thread(user: Any, monkeypatch: Any) -> None:
+    """Channels would close stale database connections (on a thread) before every message; a
+    fragment touches no database, so it is forwarded straight from the loop."""
+    import channels.consumer
+
+    from chat.events import send_fragment
+
+    chat = await Chat.objects.acreate(owner=user)
+    comm = communicator(chat.pk, await _cookie(user))
+    await comm.connect()
+    upkeep: list[int] = []
+    original = channels.consumer.aclose_old_connections
+
+    async def counted() -> None:
+        upkeep.append(1)
+        await original()
+
+    monkeypatch.setattr(channels.consumer, "aclose_old_connections", counted)
+    for seq in (1, 2, 3):
+        await send_fragment(chat.pk, 7, seq, f'<div id="f{seq}" hx-swap-oob="true">{seq}</div>')
+        assert f">{seq}</div>" in await comm.receive_from(timeout=3)
+    assert upkeep == []
+    await comm.send_to(text_data='{"type": "sync", "turn": 7}')  # other messages keep the upkeep
+    await comm.receive_nothing(timeout=0.5)
+    assert upkeep
+    await comm.disconnect()

@@ -19,6 +19,12 @@ def prefetch(messages: list[Any]) -> None:
     prefetch_related_objects(messages, Prefetch("files", queryset=light))
 
 
+def shown_with(message: Any, files: list[Any]) -> None:
+    """`message` is shown with `files` (a message just sent: its files are at hand), as if
+    prefetched: `message_files` then reads no more."""
+    message._prefetched_objects_cache = {**getattr(message, "_prefetched_objects_cache", {}), "files": files}
+
+
 @register.inclusion_tag("files/_message_files.html")
 def message_files(message: Any) -> dict[str, Any]:
     """The chips of a user message's files: prefetched on a page, one light query otherwise."""
