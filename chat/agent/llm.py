@@ -12,7 +12,6 @@ the same loop below, so retries, errors, usage and finish reasons behave the sam
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -221,9 +220,7 @@ class LiteLLMModel:
         reported = False  # whether the provider reported usage at all
         try:
             async for chunk in chunks:
-                # The fast path's chunks are dicts; LiteLLM's are objects (get_field reads both).
-                get = chunk.get if type(chunk) is dict else functools.partial(get_field, chunk)
-                usage = get("usage")
+                usage = get_field(chunk, "usage")
                 if usage:
                     reported = True
                     # The last report wins: some providers send running totals, and the final
@@ -232,7 +229,7 @@ class LiteLLMModel:
                         prompt_tokens=_count(get_field(usage, "prompt_tokens")),
                         completion_tokens=_count(get_field(usage, "completion_tokens")),
                     )
-                choices = get("choices")
+                choices = get_field(chunk, "choices")
                 if not choices:
                     continue
                 choice = choices[0]
