@@ -54,6 +54,8 @@ class _Protocol(asyncio.Protocol):
     def __init__(self, pipe: RedisPipe) -> None:
         self.pipe = pipe
         self.reader = hiredis.Reader()
+        # The callers waiting for this connection's replies, in the order their commands went out.
+        self.waiting: collections.deque[tuple[asyncio.Future[Any], float]] = collections.deque()
         self.transport: asyncio.Transport | None = None
         self.writable: asyncio.Future[None] | None = None  # set while the transport is paused
 
@@ -62,7 +64,7 @@ class _Protocol(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.reader.feed(data)
-        waiting = self.pipe.waiting
+        waiting = self.waiting
         while (reply := self.reader.gets()) is not False:
             if not waiting:  # a reply nobody asked for: the stream is out of step
                 self.pipe.drop(self, "Redis sent a reply nobody asked for")
@@ -87,7 +89,6 @@ class RedisPipe:
     def __init__(self, url: str) -> None:
         self.url = url
         self.options = parse_url(url)
-        self.waiting: collections.deque[tuple[asyncio.Future[Any], float]] = collections.deque()
         self._protocol: _Protocol | None = None
         self._connecting: asyncio.Lock | None = None
         self._check: asyncio.TimerHandle | None = None
@@ -106,7 +107,7 @@ class RedisPipe:
             raise RedisConnectionError("Redis connection closed")
         loop = asyncio.get_running_loop()
         future = loop.create_future()
-        self.waiting.append((future, time.monotonic()))
+        protocol.waiting.append((future, time.monotonic()))
         protocol.transport.write(data)
         if self._check is None:
             self._check = loop.call_later(REPLY_TIMEOUT_S / 2, self._check_replies)
@@ -149,30 +150,28 @@ class RedisPipe:
             return protocol
 
     def drop(self, protocol: _Protocol, reason: str) -> None:
-        """The connection is unusable: every caller still waiting gets ConnectionError."""
+        """The connection is unusable: every caller still waiting on it gets ConnectionError."""
         if protocol.transport is not None:
             protocol.transport.abort()
         if self._protocol is protocol:
             self._protocol = None
-        waiting, self.waiting = self.waiting, collections.deque()
+        waiting, protocol.waiting = protocol.waiting, collections.deque()
         for future, _ in waiting:
             if not future.done():
                 future.set_exception(RedisConnectionError(reason))
         if protocol.writable is not None and not protocol.writable.done():
             protocol.writable.set_exception(RedisConnectionError(reason))
-        if self._check is not None:
-            self._check.cancel()
-            self._check = None
 
     def _check_replies(self) -> None:
         """Runs every few seconds while replies are awaited (one timer per connection, not one
         per command): a reply older than REPLY_TIMEOUT_S means Redis or the network is stuck."""
         self._check = None
-        if not self.waiting:
+        protocol = self._protocol
+        if protocol is None or not protocol.waiting:
             return
-        if time.monotonic() - self.waiting[0][1] > REPLY_TIMEOUT_S and self._protocol is not None:
+        if time.monotonic() - protocol.waiting[0][1] > REPLY_TIMEOUT_S:
             log.warning("Redis did not reply within %g s; reconnecting", REPLY_TIMEOUT_S)
-            self.drop(self._protocol, f"Redis did not reply within {REPLY_TIMEOUT_S:g} s")
+            self.drop(protocol, f"Redis did not reply within {REPLY_TIMEOUT_S:g} s")
             return
         self._check = asyncio.get_running_loop().call_later(REPLY_TIMEOUT_S / 2, self._check_replies)
 

@@ -124,3 +124,20 @@ def test_urls_it_does_not_speak_are_left_to_redis_py(url: str) -> None:
         return redis_pipe.for_loop(url)
 
     assert run(go()) is None
+
+
+def test_a_late_goodbye_from_an_old_connection_leaves_the_new_one_alone() -> None:
+    async def go() -> None:
+        pipe = redis_pipe.RedisPipe(settings.REDIS_URL)
+        await pipe.execute("PING")
+        old = pipe._protocol
+        assert old is not None
+        pipe.drop(old, "dropped")
+        # A command on the new connection whose reply takes half a second…
+        pending = asyncio.ensure_future(pipe.execute("BLPOP", "tessera:test:nothing", "0.5"))
+        await asyncio.sleep(0.1)
+        old.connection_lost(None)  # …and the old transport's close arriving meanwhile
+        assert await asyncio.wait_for(pending, 5) is None
+        pipe.close()
+
+    run(go())
