@@ -55,6 +55,19 @@ def _clean_redis(redis_server: str) -> None:
 
 
 @pytest.fixture
+def steady_mcp_snapshot(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The MCP servers are read again from the database every few seconds: a test that compares
+    the queries of two requests must not have that re-read fall between them (on a slow machine
+    it did). Saved changes still rebuild the snapshot at once."""
+    from toolsets.mcp import catalog
+
+    monkeypatch.setattr(catalog, "SNAPSHOT_TTL_S", 3600.0)
+    catalog.invalidate()
+    yield
+    catalog.invalidate()
+
+
+@pytest.fixture
 def demo_model(db: Any) -> Any:
     from chat.models import LLMModel
 

@@ -430,10 +430,8 @@ def test_html_stored_by_another_renderer_is_rendered_again(owner: Client, chat: 
 
 
 def test_chat_page_queries_do_not_grow_with_the_chat(
-    owner: Client, chat: Chat, django_assert_max_num_queries: Any, monkeypatch: Any
+    owner: Client, chat: Chat, django_assert_max_num_queries: Any, steady_mcp_snapshot: None
 ) -> None:
-    # The MCP servers are read again every few seconds: not between these two page views.
-    monkeypatch.setattr("toolsets.mcp.catalog.SNAPSHOT_TTL_S", 3600)
     _long_chat(chat, 80, tool_calls=True)
     owner.get(_url("chat:detail", chat))  # stores the rendered HTML
 

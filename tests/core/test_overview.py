@@ -34,7 +34,9 @@ def _get(client: Client) -> tuple[Any, list[str]]:
     return response, [query["sql"] for query in queries.captured_queries]
 
 
-def test_staff_see_the_figures_in_a_fixed_number_of_queries(user: Any, other_user: Any, demo_model: Any) -> None:
+def test_staff_see_the_figures_in_a_fixed_number_of_queries(
+    user: Any, other_user: Any, demo_model: Any, steady_mcp_snapshot: None
+) -> None:
     other_user.is_staff = True
     other_user.save()
     client = Client()
