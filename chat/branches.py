@@ -55,13 +55,10 @@ def choose(turn: Turn) -> list[int]:
     return path
 
 
-def ancestry(turn_id: int) -> list[int]:
+def ancestry(turn_id: int, chat_id: int) -> list[int]:
     """The turn and every turn before it on its branch, oldest first: what its transcript is
     made of, whichever branch the chat shows meanwhile."""
-    found = Turn.objects.filter(pk=turn_id).values_list("chat_id", flat=True).first()
-    if found is None:
-        return []
-    parents = dict(Turn.objects.filter(chat_id=found).values_list("id", "parent_id"))
+    parents = dict(Turn.objects.filter(chat_id=chat_id).values_list("id", "parent_id"))
     chain: list[int] = []
     current: int | None = turn_id
     while current is not None and current not in chain:

@@ -199,20 +199,21 @@ class TurnSink:
         live_step.usage = [message.usage.prompt_tokens, message.usage.completion_tokens]
         metrics.TOKENS.labels("prompt").inc(message.usage.prompt_tokens)
         metrics.TOKENS.labels("completion").inc(message.usage.completion_tokens)
-        if message.content or message.tool_calls or status == "complete" or key in self._checkpointed:
-            # Every block was rendered for the stream already: stored, a page view need not
-            # render them again.
-            await db(turn_store.save_assistant)(
-                self.chat_id,
-                self.turn_id,
-                step,
-                message,
-                status,
-                html=self._texts[key].html,
-                html_key=fingerprint(),
-                lane=lane,
-            )
-        await db(turn_store.record_usage)(self.turn_id, message)
+        save = bool(message.content or message.tool_calls or status == "complete" or key in self._checkpointed)
+        # Every block was rendered for the stream already: stored, a page view need not render
+        # them again. The message and the tokens go in one trip to the database thread.
+        await db(turn_store.finish_model_call)(
+            self.chat_id,
+            self.turn.chat.owner_id,
+            self.turn_id,
+            step,
+            message,
+            status,
+            save=save,
+            html=self._texts[key].html if save else "",
+            html_key=fingerprint() if save else "",
+            lane=lane,
+        )
 
     async def tools_started(self, step: int, calls: list[ToolCall], lane: str = "") -> None:
         prefix = dom.lane(self.turn_id, lane)

@@ -46,7 +46,7 @@ def transcript(chat_id: int, turn_id: int | None = None, vision: bool = False) -
     if turn_id is None:
         rows = rows.filter(Q(turn__active=True) | Q(turn__isnull=True))
     else:
-        rows = rows.filter(Q(turn_id__in=branches.ancestry(turn_id)) | Q(turn__isnull=True))
+        rows = rows.filter(Q(turn_id__in=branches.ancestry(turn_id, chat_id)) | Q(turn__isnull=True))
     ordered = list(rows.order_by("id"))
     return files_transcript.with_files(ordered, [m.to_openai() for m in ordered], vision)
 
@@ -62,27 +62,46 @@ def save_assistant(
     html_key: str,
     lane: str = "",
 ) -> None:
-    """A model call's final message (it replaces the step's checkpoint, if one was written),
-    and its tokens added to the user's total."""
-    Message.objects.update_or_create(
-        turn_id=turn_id,
-        lane=lane,
-        step=step,
-        role=Message.Role.ASSISTANT,
-        defaults={
-            "chat_id": chat_id,
-            "content": message.content,
-            "tool_calls": [c.to_openai() for c in message.tool_calls] or None,
-            "metadata": {status: True} if status != "complete" else {},
-            "html": html,
-            "html_key": html_key,
-            **usage.message_fields(message),
-        },
-    )
+    """A model call's final message (it replaces the step's checkpoint, if one was written)."""
+    where = {"turn_id": turn_id, "lane": lane, "step": step, "role": Message.Role.ASSISTANT}
+    fields = {
+        "chat_id": chat_id,
+        "content": message.content,
+        "tool_calls": [c.to_openai() for c in message.tool_calls] or None,
+        "metadata": {status: True} if status != "complete" else {},
+        "html": html,
+        "html_key": html_key,
+        **usage.message_fields(message),
+    }
+    # One UPDATE when a checkpoint wrote the row, else one INSERT: a turn's sink saves a step
+    # only after that step's last checkpoint finished, so nothing creates the row in between.
+    if not Message.objects.filter(**where).update(**fields):
+        Message.objects.create(**where, **fields)
 
 
-def record_usage(turn_id: int, message: AssistantMessage) -> None:
-    usage.record_call(turn_id, message.usage)
+def record_usage(owner_id: int, message: AssistantMessage) -> None:
+    """Adds one model call's tokens to its user's total."""
+    usage.record_call(owner_id, message.usage)
+
+
+def finish_model_call(
+    chat_id: int,
+    owner_id: int,
+    turn_id: int,
+    step: int,
+    message: AssistantMessage,
+    status: str,
+    *,
+    save: bool,
+    html: str,
+    html_key: str,
+    lane: str = "",
+) -> None:
+    """The end of a model call in one trip to the database thread: its message (when `save`)
+    and its tokens."""
+    if save:
+        save_assistant(chat_id, turn_id, step, message, status, html=html, html_key=html_key, lane=lane)
+    record_usage(owner_id, message)
 
 
 def checkpoint(chat_id: int, turn_id: int, texts: dict[tuple[str, int], str]) -> None:

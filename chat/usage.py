@@ -6,7 +6,7 @@ from typing import Any
 
 from chat.agent.types import AssistantMessage, Usage
 
-from .models import TokenUsage, Turn
+from .models import TokenUsage
 
 
 def message_fields(message: AssistantMessage) -> dict[str, Any]:
@@ -19,13 +19,11 @@ def message_fields(message: AssistantMessage) -> dict[str, Any]:
     }
 
 
-def record_call(turn_id: int, usage: Usage) -> None:
+def record_call(owner_id: int, usage: Usage) -> None:
     """Adds one model call to its user's total (blocking: call from a thread)."""
     if usage.total <= 0:
         return
-    owner_id = Turn.objects.filter(pk=turn_id).values_list("chat__owner_id", flat=True).first()
-    if owner_id is not None:
-        TokenUsage.record(owner_id, usage.prompt_tokens, usage.completion_tokens)
+    TokenUsage.record(owner_id, usage.prompt_tokens, usage.completion_tokens)
 
 
 def view(total: dict[str, Any] | None, calls: list[tuple[int, int | None, int | None]]) -> dict[str, Any] | None:

@@ -106,8 +106,8 @@ def test_a_stopped_answer_is_marked_so(turn: Turn) -> None:
 
 
 def test_usage_is_added_to_the_owners_total(turn: Turn) -> None:
-    turn_store.record_usage(turn.pk, AssistantMessage(usage=Usage(100, 20)))
-    turn_store.record_usage(turn.pk, AssistantMessage(usage=Usage(50, 10)))
+    turn_store.record_usage(turn.chat.owner_id, AssistantMessage(usage=Usage(100, 20)))
+    turn_store.record_usage(turn.chat.owner_id, AssistantMessage(usage=Usage(50, 10)))
 
     total = TokenUsage.objects.get(user_id=turn.chat.owner_id)
     assert (total.prompt_tokens, total.completion_tokens, total.model_calls) == (150, 30, 2)

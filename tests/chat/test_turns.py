@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
 import redis
 from django.conf import settings
+from django.db import connections
+from django.db.backends.signals import connection_created
 
 from chat import live
 from chat.models import Chat, Message, Turn
@@ -192,3 +196,51 @@ def test_polling_survives_a_redis_error() -> None:
         return token.is_set()
 
     assert asyncio.run(scenario())
+
+
+_counting: list[list[str]] = []
+
+
+def _count(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+    for seen in _counting:
+        seen.append(sql)
+    return execute(sql, params, many, context)
+
+
+def _count_on(sender: Any, connection: Any, **kwargs: Any) -> None:
+    # Once per connection object: it reconnects (and signals again) after every call.
+    if _count not in connection.execute_wrappers:
+        connection.execute_wrappers.append(_count)
+
+
+@contextmanager
+def _queries_on_every_thread() -> Iterator[list[str]]:
+    """The statements run on any connection, the worker loop's database threads included
+    (pytest-django's query counters see the test thread's connection only)."""
+    seen: list[str] = []
+    for connection in connections.all():
+        _count_on(None, connection)
+    connection_created.connect(_count_on)
+    _counting.append(seen)
+    try:
+        yield seen
+    finally:
+        _counting.remove(seen)
+
+
+def test_a_turn_costs_a_fixed_handful_of_queries(user: Any, demo_model: Any, steady_mcp_snapshot: None) -> None:
+    """Claim, transcript, tools, the answer, its tokens and the close: each once, whatever the
+    chat holds already."""
+    demo_model.extra_params = {"tokens_per_second": 0}
+    demo_model.save()
+    chat = Chat.objects.create(owner=user, model=demo_model, enabled_tools={"clock_math": ["calculate"]})
+    counts = []
+    for _ in range(3):
+        turn = Turn.objects.create(chat=chat, model=demo_model, parent=chat.turns.order_by("-id").first())
+        Message.objects.create(chat=chat, turn=turn, role="user", content="Tell me a story")
+        with _queries_on_every_thread() as seen:
+            asyncio.run(run_turn(turn.pk))
+        turn.refresh_from_db()
+        assert turn.status == Turn.Status.COMPLETED, turn.error
+        counts.append(len(seen))
+    assert counts[1] == counts[2] <= 15, (counts, seen)

@@ -23,9 +23,7 @@ def test_ledger_adds_each_model_call(user: Any) -> None:
 
 
 def test_a_call_without_reported_usage_is_not_counted(user: Any) -> None:
-    chat = Chat.objects.create(owner=user)
-    turn = Turn.objects.create(chat=chat)
-    usage.record_call(turn.pk, Usage())
+    usage.record_call(user.pk, Usage())
     assert not TokenUsage.objects.exists()
     fields = usage.message_fields(AssistantMessage(content="x"))
     assert fields["prompt_tokens"] is None and fields["completion_tokens"] is None
