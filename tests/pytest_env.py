@@ -17,6 +17,9 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 # Playwright's sync API and the ORM share the test thread in browser tests.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 os.environ.setdefault("TESSERA_PROVIDER_BACKOFF_S", "0.05")
+# The demo model streams at 40 tokens/s for people watching; the stack the tests start streams
+# faster (a long answer still takes ~3 s, time enough to press Stop in the middle of it).
+os.environ.setdefault("TESSERA_DEMO_TOKENS_PER_SECOND", "100")
 # Password hashing dominates test time; the stack subprocesses inherit this too.
 os.environ.setdefault("TESSERA_FAST_PASSWORD_HASHER", "true")
 # Connections made in helper threads (channels' database_sync_to_async) are closed after each

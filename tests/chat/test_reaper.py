@@ -21,7 +21,7 @@ from django.test import Client
 from django.utils import timezone
 
 from chat import live, reaper
-from chat.models import Chat, Message, Turn
+from chat.models import Chat, LLMModel, Message, Turn
 from chat.turns import INTERRUPTED_ERROR
 from config.processes import worker_command
 
@@ -91,8 +91,13 @@ def test_killed_worker_turn_is_interrupted_pushed_and_keeps_its_text(stack: Any,
     )
     try:
         _wait_for_queue_consumer(queue)
-        chat = Chat.objects.create(owner=user, model=demo_model)
-        turn = Turn.objects.create(chat=chat, model=demo_model)
+        # At the people's pace (the tests' default is faster): the answer must still be
+        # streaming seconds after the first words, when the worker is killed.
+        slow = LLMModel.objects.create(
+            name="Demo at 40 tokens/s", model="demo/tessera", enabled=True, extra_params={"tokens_per_second": 40}
+        )
+        chat = Chat.objects.create(owner=user, model=slow)
+        turn = Turn.objects.create(chat=chat, model=slow)
         Message.objects.create(chat=chat, turn=turn, role="user", content="Tell me a long story [demo:slow]")
         client = Client()
         client.force_login(user)
