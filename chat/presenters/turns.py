@@ -217,7 +217,7 @@ def turn_views(turns: Sequence[Turn]) -> tuple[dict[int, dict[str, Any]], dict[i
     asked: dict[int, Message] = {}
     stale = []
     roles = (Message.Role.USER, Message.Role.ASSISTANT)
-    for m in Message.objects.filter(turn_id__in=ids, role__in=roles).order_by("id"):
+    for m in files.with_file_flag(Message.objects.filter(turn_id__in=ids, role__in=roles)).order_by("id"):
         if m.role == Message.Role.USER:
             if not m.lane:  # a subagent's task is shown in its card, not as the user's message
                 asked.setdefault(m.turn_id, m)  # type: ignore[arg-type]

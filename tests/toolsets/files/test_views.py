@@ -273,3 +273,42 @@ def test_the_page_shows_a_messages_files_after_reload(
     html = client.get(reverse("chat:detail", args=[chat.pk])).content.decode()
     assert 'data-testid="message-file"' in html and "red.png" in html
     assert reverse("files:thumbnail", args=[image.pk]) in html
+
+
+def test_a_page_loads_every_questions_files_in_one_query(
+    client: Client, user: Any, attach_file: Any, demo_model: Any, steady_mcp_snapshot: None
+) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from chat.models import Message, Turn
+    from toolsets.files import attach
+
+    client.force_login(user)
+    chat = Chat.objects.create(owner=user, model=demo_model)
+
+    def exchange(name: str | None) -> None:
+        turn = Turn.objects.create(chat=chat, status=Turn.Status.COMPLETED)
+        question = Message.objects.create(chat=chat, turn=turn, role=Message.Role.USER, content="Look")
+        if name:
+            attach.link([attach_file(user, name, b"some text", send=False)], question)
+
+    def page() -> tuple[str, int]:
+        with CaptureQueriesContext(connection) as queries:
+            html = client.get(reverse("chat:detail", args=[chat.pk])).content.decode()
+        return html, len(queries)
+
+    exchange(None)
+    page()  # the first view stores the rendered answers
+    _, without = page()
+    exchange("one.txt")
+    page()
+    html, one = page()
+    assert "one.txt" in html
+    for n in range(5):
+        exchange(f"more-{n}.txt")
+    page()
+    html, many = page()
+    assert all(f"more-{n}.txt" in html for n in range(5))
+    # No files on the page: no query for them; any number of files: one.
+    assert (without + 1, one) == (one, many), (without, one, many)

@@ -3,6 +3,7 @@ from __future__ import annotations
 from typing import Any
 
 from django import template
+from django.db.models import Exists, OuterRef, Prefetch, QuerySet, prefetch_related_objects
 
 from ..models import Attachment, FileLimits
 
@@ -11,12 +12,24 @@ register = template.Library()
 LIGHT_FIELDS = ("text", "thumbnail")
 
 
-def prefetch(messages: list[Any]) -> None:
-    """Loads the files of many messages in one query (without their text), for a page."""
-    from django.db.models import Prefetch, prefetch_related_objects
+def with_file_flag(messages: QuerySet[Any]) -> QuerySet[Any]:
+    """`messages` each with `has_files`: `prefetch` then skips its query when none has any (most
+    pages: files are the exception)."""
+    return messages.annotate(has_files=Exists(Attachment.messages.through.objects.filter(message_id=OuterRef("pk"))))
 
-    light = Attachment.objects.defer(*LIGHT_FIELDS).order_by("id")
-    prefetch_related_objects(messages, Prefetch("files", queryset=light))
+
+def prefetch(messages: list[Any]) -> None:
+    """Loads the files of many messages in one query (without their text), for a page. Messages
+    flagged by `with_file_flag` as having none are shown with none, without a query."""
+    having = []
+    for message in messages:
+        if getattr(message, "has_files", True):
+            having.append(message)
+        else:
+            shown_with(message, [])
+    if having:
+        light = Attachment.objects.defer(*LIGHT_FIELDS).order_by("id")
+        prefetch_related_objects(having, Prefetch("files", queryset=light))
 
 
 def shown_with(message: Any, files: list[Any]) -> None:
