@@ -63,20 +63,28 @@ def save_assistant(
     lane: str = "",
 ) -> None:
     """A model call's final message (it replaces the step's checkpoint, if one was written)."""
-    where = {"turn_id": turn_id, "lane": lane, "step": step, "role": Message.Role.ASSISTANT}
-    fields = {
-        "chat_id": chat_id,
-        "content": message.content,
-        "tool_calls": [c.to_openai() for c in message.tool_calls] or None,
-        "metadata": {status: True} if status != "complete" else {},
-        "html": html,
-        "html_key": html_key,
+    # A turn's sink saves a step only after that step's last checkpoint finished.
+    _put_step_text(
+        chat_id,
+        turn_id,
+        lane,
+        step,
+        content=message.content,
+        tool_calls=[c.to_openai() for c in message.tool_calls] or None,
+        metadata={status: True} if status != "complete" else {},
+        html=html,
+        html_key=html_key,
         **usage.message_fields(message),
-    }
-    # One UPDATE when a checkpoint wrote the row, else one INSERT: a turn's sink saves a step
-    # only after that step's last checkpoint finished, so nothing creates the row in between.
+    )
+
+
+def _put_step_text(chat_id: int, turn_id: int, lane: str, step: int, **fields: Any) -> None:
+    """Writes a step's assistant message: one UPDATE when the row exists, else one INSERT.
+    Callers write a step's row one at a time (a turn's sink), so nothing creates it between
+    the two statements."""
+    where = {"turn_id": turn_id, "lane": lane, "step": step, "role": Message.Role.ASSISTANT}
     if not Message.objects.filter(**where).update(**fields):
-        Message.objects.create(**where, **fields)
+        Message.objects.create(chat_id=chat_id, **where, **fields)
 
 
 def record_usage(owner_id: int, message: AssistantMessage) -> None:
@@ -108,12 +116,8 @@ def checkpoint(chat_id: int, turn_id: int, texts: dict[tuple[str, int], str]) ->
     """The text streamed so far of each step still streaming, keyed (lane, step): what survives
     a killed worker."""
     for (lane, step), text in texts.items():
-        # One UPDATE in the usual case (every checkpoint after a step's first): a turn's sink
-        # runs one checkpoint at a time, so nothing creates the row between the two calls.
-        fields = {"content": text, "metadata": {"streaming": True}}
-        where = {"turn_id": turn_id, "lane": lane, "step": step, "role": Message.Role.ASSISTANT}
-        if not Message.objects.filter(**where).update(**fields):
-            Message.objects.create(chat_id=chat_id, **where, **fields)
+        # An UPDATE in the usual case (every checkpoint after a step's first).
+        _put_step_text(chat_id, turn_id, lane, step, content=text, metadata={"streaming": True})
 
 
 def save_system(chat_id: int, turn_id: int, step: int, content: str, lane: str = "") -> None:

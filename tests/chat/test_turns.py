@@ -226,6 +226,7 @@ def _queries_on_every_thread() -> Iterator[list[str]]:
         yield seen
     finally:
         _counting.remove(seen)
+        connection_created.disconnect(_count_on)
 
 
 def test_a_turn_costs_a_fixed_handful_of_queries(user: Any, demo_model: Any, steady_mcp_snapshot: None) -> None:
