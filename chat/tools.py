@@ -91,7 +91,7 @@ class ChatToolBox:
         chosen_agents = self.selection.get("agents") or []
         if self.delegator is None or not chosen_agents:
             return
-        for agent_id, agent_state in agents.availability(self.user_id).items():
+        for agent_id, agent_state in agents.availability(self.user_id, toolsets=available).items():
             if agent_id not in chosen_agents:
                 continue
             if not agent_state.usable:

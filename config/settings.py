@@ -218,7 +218,7 @@ else:
 # the chat itself. Nothing secret goes in the cache (API keys are never cached).
 CACHES = {
     "default": {
-        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "BACKEND": "core.cache.RedisCache",
         "LOCATION": REDIS_URL,
         "KEY_PREFIX": "tessera:cache",
         "TIMEOUT": 3600,

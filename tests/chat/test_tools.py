@@ -236,3 +236,18 @@ async def test_a_tool_learns_its_turn_and_chat_from_the_toolbox(user: Any, turn_
     result = await box.run(ToolCall("call_w", "toolset__maths__where", "{}"), 0, 0)
 
     assert result.data["result"] == {"turn": turn_id, "chat": turn.chat_id, "user": user.pk}
+
+
+def test_toolsets_and_agents_share_one_availability_check(user: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Agents are usable through their toolsets: the toolbox decides both from one look at the
+    toolsets' state, so a turn pays for it once."""
+    calls = []
+    real = availability.for_user
+    monkeypatch.setattr(availability, "for_user", lambda user_id: calls.append(user_id) or real(user_id))
+    box = ChatToolBox(
+        user_id=user.pk, turn_id=1, selection={"maths": ["add"], "agents": ["general"]}, delegator=object()
+    )
+    box.prepare()
+    assert calls == [user.pk]
+    assert "toolset__maths__add" in offered(box)
+    assert "general" in {agent.id for agent in box.agents.values()}

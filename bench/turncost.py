@@ -1,0 +1,151 @@
+"""What a turn costs the worker besides its tokens: claim, transcript, toolsets, the started and
+finished fragments, the final writes.
+
+    python -m bench.turncost [--turns 40] [--tokens 5] [--profile out.pstats] [--path fast|litellm]
+
+Runs the worker's own code (`chat.turns.run_turn_sync`, the process's worker loop) in this
+process, one turn after another, against the fake provider with answers of a few tokens, on a
+fresh SQLite database and an embedded Redis. Prints the CPU (`time.process_time`, every thread)
+per turn and the queries per turn; `--profile` writes a cProfile of the measured turns.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _provider() -> tuple[subprocess.Popen[str], str]:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "bench.fake_provider"], cwd=ROOT, stdout=subprocess.PIPE, text=True
+    )
+    assert process.stdout is not None
+    line = process.stdout.readline().strip()
+    return process, f"http://127.0.0.1:{line.split()[1]}/v1"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=40)
+    parser.add_argument("--tokens", type=int, default=5)
+    parser.add_argument("--path", choices=["fast", "litellm"], default="fast")
+    parser.add_argument("--profile", help="write a cProfile of the measured turns here")
+    args = parser.parse_args()
+
+    work = Path(tempfile.mkdtemp(prefix="tessera-turncost-"))
+    from config import embedded_redis
+
+    redis_process = embedded_redis.start(work / "redis.sock")
+    provider, api_base = _provider()
+    os.environ.update(
+        {
+            "DJANGO_SETTINGS_MODULE": "config.settings",
+            "DATABASE_URL": f"sqlite:///{work / 'db.sqlite3'}",
+            "REDIS_URL": f"unix://{work / 'redis.sock'}",
+            "TESSERA_VAR_DIR": str(work / "var"),
+            "TESSERA_FAST_PATH": "true" if args.path == "fast" else "false",
+            "DEBUG": "false",
+            "LOG_LEVEL": "WARNING",
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        }
+    )
+    try:
+        print(json.dumps(_run(args, api_base)))
+    finally:
+        provider.terminate()
+        if redis_process is not None:
+            redis_process.terminate()
+
+
+def _run(args: argparse.Namespace, api_base: str) -> dict[str, float]:
+    import django
+
+    django.setup()
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+    from django.db import transaction
+
+    from chat import branches, worker_loop
+    from chat.exchanges import start_turn
+    from chat.models import Chat, LLMModel, Turn
+    from chat.selection import default_selection
+    from chat.turns import run_turn_sync
+
+    call_command("migrate", interactive=False, verbosity=0)
+    user = get_user_model().objects.create_user("turncost", password="x")
+    model = LLMModel.objects.create(name="Bench", model="openai/bench", api_base=api_base, api_key="x", is_default=True)
+    chat = Chat.objects.create(owner=user, model=model, enabled_tools=dict(default_selection()))
+
+    def queue_turn(tag: int) -> int:
+        from unittest import mock
+
+        directive = f"[bench tag={tag} n={args.tokens} tps=1000 ttft=0 para=50 tools=0]"
+        # The task is run here, not queued: the publish is the web's cost, not the worker's.
+        with mock.patch("chat.tasks.run_turn.delay"), transaction.atomic():
+            _, turn = start_turn(chat, directive, parent=branches.last_turn(chat))
+        return turn.pk
+
+    for tag in range(3):  # warm-up: imports, LiteLLM's caches, connection pools
+        run_turn_sync(queue_turn(tag))
+    ids = [queue_turn(100 + i) for i in range(args.turns)]
+    profile = cProfile.Profile() if args.profile else None
+    started = time.process_time()
+    wall = time.perf_counter()
+    for turn_id in ids:
+        if profile:
+            profile.enable()
+        run_turn_sync(turn_id)
+        if profile:
+            profile.disable()
+    cpu = time.process_time() - started
+    wall = time.perf_counter() - wall
+    done = Turn.objects.filter(pk__in=ids, status=Turn.Status.COMPLETED).count()
+    queries = _queries_per_turn(queue_turn, run_turn_sync)
+    worker_loop.shutdown()
+    if profile and args.profile:
+        profile.dump_stats(args.profile)
+    return {
+        "turns": args.turns,
+        "completed": done,
+        "tokens": args.tokens,
+        "cpu_ms_per_turn": round(1000 * cpu / args.turns, 2),
+        "wall_ms_per_turn": round(1000 * wall / args.turns, 2),
+        "queries_per_turn": queries,
+    }
+
+
+def _queries_per_turn(queue_turn: Any, run: Any) -> int:
+    """The statements of one turn on every thread: the worker's writes run on the loop's thread
+    pool, whose connections were opened before (a per-connection capture would miss them)."""
+    from django.db.backends.utils import CursorWrapper
+
+    seen: list[str] = []
+    original = getattr(CursorWrapper, "_execute")  # noqa: B009 - private, not in the type stubs
+
+    def counting(self: Any, sql: str, *args: Any) -> Any:
+        seen.append(sql)
+        return original(self, sql, *args)
+
+    turn_id = queue_turn(999)
+    setattr(CursorWrapper, "_execute", counting)  # noqa: B010
+    try:
+        run(turn_id)
+    finally:
+        setattr(CursorWrapper, "_execute", original)  # noqa: B010
+    if os.environ.get("TURNCOST_SQL"):
+        print("\n".join(sql[:160] for sql in seen), file=sys.stderr)
+    return len(seen)
+
+
+if __name__ == "__main__":
+    main()
