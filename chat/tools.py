@@ -64,7 +64,8 @@ class ChatToolBox:
         """Decides, once per turn, which selected tools the model is offered: only those of
         toolsets usable for this user right now (blocking: call from a thread)."""
         available = availability.for_user(self.user_id)
-        policies = policy.PolicyBook(self.user_id)
+        admin_policies = {toolset_id: state.admin_policy for toolset_id, state in available.items()}
+        policies = policy.PolicyBook(self.user_id, admin_policies)
         self._specs, self.skipped = [], []
         for toolset in all_toolsets().values():
             chosen = set(self.selection.get(toolset.id, []))

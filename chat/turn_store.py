@@ -42,13 +42,26 @@ def transcript(chat_id: int, turn_id: int | None = None, vision: bool = False) -
     branch the chat shows when None); other versions of an exchange are never sent. System
     messages belonged to their own turn (e.g. the tool-limit instruction) and are not replayed;
     subagents' transcripts are their cards', and the supervisor saw only their results."""
+    rows = _transcript_rows(chat_id, turn_id)
+    return files_transcript.with_files(rows, [m.to_openai() for m in rows], vision)
+
+
+def turn_transcript(chat_id: int, turn_id: int, vision: bool) -> tuple[list[dict[str, Any]], str]:
+    """What a turn's model is sent (`transcript`), and the notice for the images of its
+    question the model cannot see: one read of the messages and one of their files."""
+    rows = _transcript_rows(chat_id, turn_id)
+    files = files_transcript.attachments_of(rows)
+    messages = files_transcript.with_files(rows, [m.to_openai() for m in rows], vision, files)
+    return messages, files_transcript.image_notice(turn_id, rows, files, vision)
+
+
+def _transcript_rows(chat_id: int, turn_id: int | None) -> list[Message]:
     rows = Message.objects.filter(chat_id=chat_id, lane="").exclude(role=Message.Role.SYSTEM)
     if turn_id is None:
         rows = rows.filter(Q(turn__active=True) | Q(turn__isnull=True))
     else:
         rows = rows.filter(Q(turn_id__in=branches.ancestry(turn_id, chat_id)) | Q(turn__isnull=True))
-    ordered = list(rows.order_by("id"))
-    return files_transcript.with_files(ordered, [m.to_openai() for m in ordered], vision)
+    return list(rows.order_by("id"))
 
 
 def save_assistant(

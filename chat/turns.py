@@ -95,8 +95,7 @@ async def _run_claimed(turn: Turn, redis: Any, watch: TurnWatch) -> None:
             await sink.finish(Outcome("failed", 0, error=NO_MODEL_ERROR))
             return
         vision = files_transcript.model_sees_images(llm.model)
-        messages = await db(turn_store.transcript)(chat.pk, turn.pk, vision=vision)
-        unseen = await db(files_transcript.image_notice)(turn.pk, llm.model)
+        messages, unseen = await db(turn_store.turn_transcript)(chat.pk, turn.pk, vision)
         if unseen:
             await sink.notice("images", unseen)
         app = await db(AppSettings.load)()

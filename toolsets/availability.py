@@ -48,6 +48,8 @@ class Availability:
     user_key_mask: str = ""
     rate_limit_per_minute: int = DEFAULT_RATE_LIMIT
     settings: dict[str, Any] = field(default_factory=dict)
+    # The admin's policy for the toolset's tools ("" when none is set: each tool's own applies).
+    admin_policy: str = ""
     # The key a call will use (the user's own first). Never rendered.
     api_key: str = field(default="", repr=False)
 
@@ -118,5 +120,6 @@ def _decide(
         user_key_mask=mask(user_key),
         rate_limit_per_minute=admin.rate_limit_per_minute if admin else DEFAULT_RATE_LIMIT,
         settings=settings,
+        admin_policy=admin.policy if admin else "",
         api_key=user_key or app_key,
     )

@@ -241,9 +241,14 @@ async def test_a_tool_learns_its_turn_and_chat_from_the_toolbox(user: Any, turn_
 def test_toolsets_and_agents_share_one_availability_check(user: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """Agents are usable through their toolsets: the toolbox decides both from one look at the
     toolsets' state, so a turn pays for it once."""
-    calls = []
+    calls: list[int] = []
     real = availability.for_user
-    monkeypatch.setattr(availability, "for_user", lambda user_id: calls.append(user_id) or real(user_id))
+
+    def counted(user_id: int) -> Any:
+        calls.append(user_id)
+        return real(user_id)
+
+    monkeypatch.setattr(availability, "for_user", counted)
     box = ChatToolBox(
         user_id=user.pk, turn_id=1, selection={"maths": ["add"], "agents": ["general"]}, delegator=object()
     )

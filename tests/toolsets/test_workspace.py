@@ -471,3 +471,18 @@ def test_has_data_is_one_query_whatever_the_answer(db: Any, django_assert_num_qu
     seed_for_user(user)
     with django_assert_num_queries(1):
         assert has_data(user.pk)
+
+
+@pytest.mark.parametrize("kept", [model.__name__ for model in OWNED_MODELS])
+def test_any_one_kind_of_data_counts_and_only_the_owners(db: Any, kept: str) -> None:
+    from django.contrib.auth import get_user_model
+
+    owner = get_user_model().objects.create_user("rhea")
+    other = get_user_model().objects.create_user("sam")
+    elsewhere = get_user_model().objects.create_user("tess")
+    seed_for_user(owner)
+    for model in OWNED_MODELS:
+        if model.__name__ != kept:  # handed over, not deleted: a project's tasks would go with it
+            model.objects.filter(user=owner).update(user=elsewhere)
+    assert has_data(owner.pk)
+    assert not has_data(other.pk)

@@ -55,17 +55,32 @@ def _note(attachment: Attachment, shown: bool, vision: bool) -> str:
     return f"- “{attachment.name}” (file_id {attachment.pk}, {kind}{pages}): read it with the Files tools"
 
 
-def with_files(rows: Sequence[Any], messages: list[dict[str, Any]], vision: bool) -> list[dict[str, Any]]:
-    """`messages` (the provider shape of `rows`, in order) with each user message's files added."""
+def attachments_of(rows: Sequence[Any]) -> dict[int, list[Attachment]]:
+    """The files of each user message among `rows`, by message id, in one query (none when no
+    row is a user message)."""
     user_ids = [row.pk for row in rows if row.role == "user"]
     if not user_ids:
-        return messages
+        return {}
     by_message: dict[int, list[Attachment]] = defaultdict(list)
     carried = Attachment.messages.through.objects.filter(message_id__in=user_ids).select_related("attachment")
     for row in carried.defer("attachment__text", "attachment__thumbnail").order_by("attachment_id"):
         by_message[row.message_id].append(row.attachment)
+    return by_message
+
+
+def with_files(
+    rows: Sequence[Any],
+    messages: list[dict[str, Any]],
+    vision: bool,
+    by_message: dict[int, list[Attachment]] | None = None,
+) -> list[dict[str, Any]]:
+    """`messages` (the provider shape of `rows`, in order) with each user message's files added
+    (`by_message`: what `attachments_of(rows)` found, when the caller has it already)."""
+    if by_message is None:
+        by_message = attachments_of(rows)
     if not by_message:
         return messages
+    user_ids = [row.pk for row in rows if row.role == "user"]
     with_images = [pk for pk in user_ids if any(a.is_image for a in by_message.get(pk, []))]
     show_from = set(with_images[-IMAGE_MESSAGES:]) if vision else set()
     budget = MAX_IMAGES
@@ -119,16 +134,14 @@ def _shrink(data: bytes) -> tuple[bytes, str]:
     return out.getvalue(), "image/jpeg"
 
 
-def image_notice(turn_id: int, model: str) -> str:
-    """What the person is told when their images cannot reach the model."""
-    if model_sees_images(model):
+def image_notice(turn_id: int, rows: Sequence[Any], by_message: dict[int, list[Attachment]], vision: bool) -> str:
+    """What the person is told when the images of their question (turn `turn_id`'s user
+    messages among `rows`) cannot reach the model."""
+    if vision:
         return ""
-    names = list(
-        Attachment.objects.filter(messages__turn_id=turn_id, messages__role="user", kind=Attachment.Kind.IMAGE)
-        .order_by("id")
-        .values_list("name", flat=True)
-        .distinct()
-    )
+    asked = [row.pk for row in rows if row.role == "user" and row.turn_id == turn_id]
+    images = sorted((a for pk in asked for a in by_message.get(pk, []) if a.is_image), key=lambda a: a.pk)
+    names = list(dict.fromkeys(a.name for a in images))
     if not names:
         return ""
     listed = ", ".join(f"“{name}”" for name in names[:3]) + (" and others" if len(names) > 3 else "")

@@ -60,12 +60,15 @@ def resolve(tool: Tool, *, toolset_policy: str = "", tool_policy: str = "", user
 
 
 class PolicyBook:
-    """Every tool's policy for one user, read in three queries (call from a thread)."""
+    """Every tool's policy for one user, read in three queries (call from a thread); two when the
+    caller has the admin's toolset policies already (`toolset_policies`, from availability)."""
 
-    def __init__(self, user_id: int | None) -> None:
+    def __init__(self, user_id: int | None, toolset_policies: dict[str, str] | None = None) -> None:
         from ..models import ToolRule, ToolsetConfig, UserToolPolicy
 
-        self.toolset_policies = dict(ToolsetConfig.objects.exclude(policy="").values_list("toolset_id", "policy"))
+        if toolset_policies is None:
+            toolset_policies = dict(ToolsetConfig.objects.exclude(policy="").values_list("toolset_id", "policy"))
+        self.toolset_policies = toolset_policies
         self.rules = {(r.toolset_id, r.tool): r for r in ToolRule.objects.all()}
         self.user_policies: dict[tuple[str, str], str] = {}
         if user_id is not None:

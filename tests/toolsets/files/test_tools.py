@@ -168,7 +168,7 @@ def test_the_execute_api_reads_only_the_callers_files(user: Any, other_user: Any
 
 def test_the_transcript_names_files_and_shows_images_to_a_vision_model(user: Any, attach_file: Any) -> None:
     from chat import turn_store
-    from toolsets.files.transcript import image_notice, model_sees_images
+    from toolsets.files.transcript import model_sees_images
 
     chat = Chat.objects.create(owner=user)
     report = attach_file(user, "report.pdf", samples.pdf(["Hi"]), chat=chat)
@@ -186,5 +186,11 @@ def test_the_transcript_names_files_and_shows_images_to_a_vision_model(user: Any
     assert model_sees_images("demo/tessera") and not model_sees_images("openai/gpt-3.5-turbo")
     turn = Turn.objects.create(chat=chat)
     Message.objects.filter(pk=report.message_id).update(turn=turn)
-    assert "cannot see images: “red.png”" in image_notice(turn.pk, "openai/gpt-3.5-turbo")
-    assert image_notice(turn.pk, "demo/tessera") == ""
+    messages, notice = turn_store.turn_transcript(chat.pk, turn.pk, vision=False)
+    assert "cannot see images: “red.png”" in notice
+    assert messages == turn_store.transcript(chat.pk, turn.pk, vision=False)
+    assert turn_store.turn_transcript(chat.pk, turn.pk, vision=True)[1] == ""
+    # Only the question's own images: a later question without any gets no notice.
+    later = Turn.objects.create(chat=chat, parent=turn)
+    Message.objects.create(chat=chat, turn=later, role="user", content="And now?")
+    assert turn_store.turn_transcript(chat.pk, later.pk, vision=False)[1] == ""
