@@ -1,10 +1,12 @@
 import os
 
-from django.core.asgi import get_asgi_application
-
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-# Django must be set up before anything imports models (the consumers do).
-django_asgi_app = get_asgi_application()
+
+from core.asgi import get_application
+
+# Django must be set up before anything imports models (the consumers do). Its middleware chain
+# runs in one hop to the sync thread per request (core/asgi.py).
+django_asgi_app = get_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
