@@ -26,32 +26,21 @@ class SharedRedisCacheClient(RedisCacheClient):
     """Also keeps one `redis.Redis` per pool, where Django's makes one per operation (building
     one copies redis-py's table of ~170 reply callbacks)."""
 
-    # Django's own attributes, which its type stubs do not declare.
-    _servers: list[str]
-    _pools: dict[int, Any]
-    _pool_class: Any
-    _pool_options: dict[str, Any]
-    _client: Any
-    _get_connection_pool_index: Any
+    _client: Any  # Django's own attributes, which its type stubs do not declare
+    _get_connection_pool: Any
 
     def __init__(self, servers: list[str], **options: Any) -> None:
         super().__init__(servers, **options)
-        self._redis: dict[int, Any] = {}
+        self._redis: dict[int, Any] = {}  # id(pool) → its client
 
     def get_client(self, key: Any = None, *, write: bool = False) -> Any:
-        index = self._get_connection_pool_index(write)
-        client = self._redis.get(index)
-        if client is None:
-            with _lock:
-                client = self._redis.get(index)
-                if client is None:
-                    client = self._redis[index] = self._client(connection_pool=self._pool_at(index))
+        # Under the lock: Django makes a server's pool on first use, without one of its own.
+        with _lock:
+            pool = self._get_connection_pool(write)
+            client = self._redis.get(id(pool))
+            if client is None:
+                client = self._redis[id(pool)] = self._client(connection_pool=pool)
         return client
-
-    def _pool_at(self, index: int) -> Any:
-        if index not in self._pools:
-            self._pools[index] = self._pool_class.from_url(self._servers[index], **self._pool_options)
-        return self._pools[index]
 
 
 class RedisCache(DjangoRedisCache):
