@@ -209,7 +209,7 @@ if env_str("TESSERA_CHANNEL_LAYER", "pubsub") == "redis":
 else:
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+            "BACKEND": "core.pubsub.PubSubLayer",
             "CONFIG": {"hosts": _layer_hosts, "prefix": "tessera:ch:"},
         },
     }

@@ -19,6 +19,7 @@ import collections
 import logging
 import time
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 import hiredis
@@ -36,7 +37,7 @@ RETRY_CONNECT_S = 2.0
 _KNOWN_OPTIONS = {"host", "port", "db", "username", "password", "path", "connection_class"}
 
 
-def _pack(args: tuple[Any, ...]) -> bytes:
+def pack(args: tuple[Any, ...]) -> bytes:
     """One command in RESP: an array of bulk strings."""
     parts = [b"*%d\r\n" % len(args)]
     for arg in args:
@@ -100,7 +101,7 @@ class RedisPipe:
         protocol = self._protocol or await self._connect()
         if protocol.writable is not None:  # Redis is not keeping up: wait for its buffer to drain
             await protocol.writable
-        return _result(await self._send(protocol, _pack(args)))
+        return _result(await self._send(protocol, pack(args)))
 
     def _send(self, protocol: _Protocol, data: bytes) -> asyncio.Future[Any]:
         if protocol.transport is None or protocol.transport.is_closing():
@@ -119,25 +120,12 @@ class RedisPipe:
         async with self._connecting:
             if self._protocol is not None:
                 return self._protocol
-            loop = asyncio.get_running_loop()
-            options = self.options
             protocol = None
             try:
                 async with asyncio.timeout(REPLY_TIMEOUT_S):
-                    if options.get("path"):
-                        _, protocol = await loop.create_unix_connection(lambda: _Protocol(self), options["path"])
-                    else:
-                        _, protocol = await loop.create_connection(
-                            lambda: _Protocol(self), options.get("host", "localhost"), options.get("port", 6379)
-                        )
-                    setup = []
-                    if options.get("password"):
-                        auth = [options.get("username"), options["password"]]
-                        setup.append(_pack(("AUTH", *[part for part in auth if part])))
-                    if options.get("db"):
-                        setup.append(_pack(("SELECT", options["db"])))
+                    protocol = await open_connection(self.options, lambda: _Protocol(self))
                     # Every reply of the set-up is awaited before the connection is handed out.
-                    for command in setup:
+                    for command in setup_commands(self.options):
                         _result(await self._send(protocol, command))
             except BaseException as exc:
                 if protocol is not None:
@@ -180,6 +168,33 @@ class RedisPipe:
             self.drop(self._protocol, "closed")
 
 
+async def open_connection[P: asyncio.Protocol](options: dict[str, Any], factory: Callable[[], P]) -> P:
+    """A connection to the Redis that `options` (redis-py's `parse_url`) name, as `factory`'s
+    protocol; the caller sends `setup_commands` on it."""
+    loop = asyncio.get_running_loop()
+    if options.get("path"):
+        _, protocol = await loop.create_unix_connection(factory, options["path"])
+    else:
+        _, protocol = await loop.create_connection(factory, options.get("host", "localhost"), options.get("port", 6379))
+    return protocol
+
+
+def setup_commands(options: dict[str, Any]) -> list[bytes]:
+    """What a new connection sends first: AUTH and SELECT, as the URL asks."""
+    setup = []
+    if options.get("password"):
+        auth = [options.get("username"), options["password"]]
+        setup.append(pack(("AUTH", *[part for part in auth if part])))
+    if options.get("db"):
+        setup.append(pack(("SELECT", options["db"])))
+    return setup
+
+
+def supports(url: str) -> bool:
+    """Whether a pipe (or another of Tessera's own connections) can speak to `url`."""
+    return url.startswith(("redis://", "unix://")) and not set(parse_url(url)) - _KNOWN_OPTIONS
+
+
 def _result(reply: Any) -> Any:
     if isinstance(reply, hiredis.ReplyError):
         message = str(reply)
@@ -198,7 +213,7 @@ def for_loop(url: str) -> RedisPipe | None:
     loop = asyncio.get_running_loop()
     found = _pipes.get(loop)
     if found is None or found.url != url:
-        if not url.startswith(("redis://", "unix://")) or set(parse_url(url)) - _KNOWN_OPTIONS:
+        if not supports(url):
             _unsupported.add(url)
             return None
         found = _pipes[loop] = RedisPipe(url)
@@ -214,4 +229,4 @@ def close(loop: asyncio.AbstractEventLoop | None = None) -> None:
         found.close()
 
 
-__all__ = ["RedisPipe", "close", "for_loop"]
+__all__ = ["RedisPipe", "close", "for_loop", "open_connection", "setup_commands", "supports"]
