@@ -139,4 +139,7 @@ class WebCommand(CommandLineInterface):  # type: ignore[misc]
 
 
 if __name__ == "__main__":
+    from config import tcp
+
+    tcp.install()  # connections write at once (config/tcp.py)
     WebCommand.entrypoint()
