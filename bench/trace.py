@@ -22,7 +22,7 @@ STAGES = [
     ("provider → worker (stream parse, loop wake-up)", "provider_to_worker"),
     ("window timer late", "timer_late"),
     ("render + live state JSON", "render_and_state"),
-    ("state SET + publish (one round trip)", "group_send"),
+    ("state SET + publish (written; the reply not awaited)", "group_send"),
     ("channel layer → web process", "layer_to_web"),
     ("web process: consumer + socket write", "web_send"),
     ("web socket write → client", "to_client"),
@@ -80,9 +80,31 @@ def install_worker_hooks(path: str) -> None:
             self._bench_batch = None
         await original_flush(self, extra)
 
+    original_window_over = streaming.TurnSink._window_over
+    original_publish_nowait = live.LiveTurn.publish_nowait
+
+    def window_over(self: Any) -> None:
+        _current_flush[self.turn_id] = time.monotonic()
+        batch = getattr(self, "_bench_batch", None)
+        if batch is not None:
+            _current_sink_batch[self.turn_id] = batch
+            self._bench_batch = None
+        original_window_over(self)
+
+    def publish_nowait(self: Any, send: Any, html: str) -> None:
+        # Written without waiting for the reply: the "round trip" stage is the write alone.
+        start = time.monotonic()
+        original_publish_nowait(self, send, html)
+        sink_batch = _current_sink_batch.pop(self.id, None)
+        flush_start = _current_flush.pop(self.id, start)
+        end = time.monotonic()
+        log.write(f"flush {self.id} {self.seq} {sink_batch or 0:.6f} {flush_start:.6f} {start:.6f} {end:.6f}\n")
+
     streaming.TurnSink.text = text  # type: ignore[method-assign]
     streaming.TurnSink.flush = flush_recording  # type: ignore[method-assign]
+    streaming.TurnSink._window_over = window_over  # type: ignore[method-assign]
     live.send_fragment = send_fragment  # type: ignore[assignment]
+    live.LiveTurn.publish_nowait = publish_nowait  # type: ignore[method-assign]
 
 
 def install_web_hooks(path: str) -> None:

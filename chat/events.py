@@ -1,4 +1,5 @@
-"""Messages sent to a chat's channel-layer group. The worker sends only through `send_fragment`.
+"""Messages sent to a chat's channel-layer group. The worker sends only through `send_fragment`
+and, for text on its timer, `sender_nowait`.
 
 Each message type is a TypedDict whose `type` names the consumer handler (`chat.fragment` →
 `ChatConsumer.chat_fragment`).
@@ -6,15 +7,16 @@ Each message type is a TypedDict whose `type` names the consumer handler (`chat.
 
 from __future__ import annotations
 
-import hashlib
+import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any, Literal, NotRequired, TypedDict
 
 from channels.layers import get_channel_layer
 from channels_redis.pubsub import RedisPubSubChannelLayer
 from django.conf import settings
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import NoScriptError, ResponseError
+from redis.exceptions import ResponseError
 
 from core import redis_pipe
 
@@ -85,17 +87,22 @@ def _pubsub_channel(layer: Any, group: str) -> str | None:
     publishes a group's messages, serialised by the layer, on one channel named after it; what
     its `group_send` would do, done here so it can share the state's command
     (tests/chat/test_consumers.py checks a real consumer receives it)."""
+    inner = _pubsub_layer(layer)
+    return None if inner is None else str(inner._get_group_channel_name(group))
+
+
+def _pubsub_layer(layer: Any) -> Any:
+    """This loop's layer of a pub/sub channel layer with one Redis, else None."""
     if not isinstance(layer, RedisPubSubChannelLayer):
         return None
     inner = layer._get_layer()
-    if len(inner._shards) != 1:
-        return None
-    return str(inner._get_group_channel_name(group))
+    return inner if len(inner._shards) == 1 else None
 
 
-# SET the state, then PUBLISH the fragment: one command, run by Redis as one step.
+# SET the state, then PUBLISH the fragment: one command, run by Redis as one step. Sent whole
+# with EVAL every time (Redis caches it by its digest): a command that never fails with NOSCRIPT
+# needs no second try, which could otherwise overtake a later fragment.
 _STORE_AND_PUBLISH = "redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2]) return redis.call('PUBLISH', KEYS[2], ARGV[3])"
-_SHA = hashlib.sha1(_STORE_AND_PUBLISH.encode()).hexdigest()
 
 
 class _Script:
@@ -109,17 +116,51 @@ async def _store_and_publish(redis: Any, key: str, value: bytes, ttl: int, chann
     pipe = redis_pipe.for_loop(settings.REDIS_URL)
     if pipe is not None:
         try:
-            await _run_script(pipe.execute, key, value, ttl, channel, payload)
+            await pipe.execute("EVAL", _STORE_AND_PUBLISH, 2, key, channel, value, ttl, payload)
             return
         except RedisConnectionError:
             # The pipe does not retry: this one command goes through redis-py's client, which
             # does (a Redis restarting); the next one opens a new pipe.
             log.warning("Publishing on the pipelined Redis connection failed; retrying with redis-py", exc_info=True)
-    await _run_script(redis.execute_command, key, value, ttl, channel, payload)
+    await redis.execute_command("EVAL", _STORE_AND_PUBLISH, 2, key, channel, value, ttl, payload)
 
 
-async def _run_script(run: Any, key: str, value: bytes, ttl: int, channel: str, payload: bytes) -> None:
+Sender = Callable[[int, int, int, str, tuple[str, bytes, int]], None]
+
+
+def sender_nowait(layer: Any = None) -> Sender | None:
+    """`send_fragment`'s common case without the wait for Redis's reply, when it can be had: the
+    script usable, a pub/sub layer on the process's Redis and the loop's pipelined connection
+    open and taking writes. The returned function writes the command at once (so fragments leave
+    in the order they are sent) and checks the reply when it comes; None means "use
+    send_fragment". A reply that never comes right (the connection dropped) costs the page that
+    fragment: it sees the sequence number skipped and asks for the turn's state, which the next
+    fragment stores whole."""
+    if not _script.usable:
+        return None
+    layer = layer or get_channel_layer()
+    inner = _pubsub_layer(layer)
+    pipe = redis_pipe.for_loop(settings.REDIS_URL) if inner is not None else None
+    if pipe is None or not pipe.ready():
+        return None
+
+    def send(chat_id: int, turn_id: int, seq: int, html: str, state: tuple[str, bytes, int]) -> None:
+        channel = inner._get_group_channel_name(group_name(chat_id))
+        message: FragmentMessage = {"type": "chat.fragment", "turn": turn_id, "seq": seq, "html": html}
+        key, value, ttl = state
+        reply = pipe.send_nowait("EVAL", _STORE_AND_PUBLISH, 2, key, channel, value, ttl, layer.serialize(message))
+        reply.add_done_callback(_published)
+
+    return send
+
+
+def _published(reply: asyncio.Future[Any]) -> None:
+    if reply.cancelled():
+        return
     try:
-        await run("EVALSHA", _SHA, 2, key, channel, value, ttl, payload)
-    except NoScriptError:  # a Redis that restarted, or has not seen the script yet
-        await run("EVAL", _STORE_AND_PUBLISH, 2, key, channel, value, ttl, payload)
+        redis_pipe.result(reply.result())
+    except ResponseError as exc:
+        log.warning("Redis refused the store-and-publish script (%s); using SET and PUBLISH", exc)
+        _script.usable = False
+    except RedisConnectionError as exc:
+        log.warning("A fragment was not published (%s); the page catches up from the turn's state", exc)

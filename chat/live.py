@@ -23,7 +23,7 @@ import orjson
 
 from core.redis_client import async_client, sync_client
 
-from .events import send_fragment
+from .events import Sender, send_fragment
 
 __all__ = ["ALIVE_TTL_S", "LIVE_TTL_S", "LiveStep", "LiveTurn", "async_client", "key", "sync_client"]
 
@@ -149,6 +149,12 @@ class LiveTurn:
             html = html(self)
         state = (key(self.id, "live"), self.to_json(), LIVE_TTL_S)
         await send_fragment(self.chat_id, self.id, self.seq, html, layer, full=full, redis=redis, state=state)
+
+    def publish_nowait(self, send: Sender, html: str) -> None:
+        """`publish` through a sender from `events.sender_nowait`: written at once, the reply
+        checked when it comes (the text batches a worker sends on its timer)."""
+        self.seq += 1
+        send(self.chat_id, self.id, self.seq, html, (key(self.id, "live"), self.to_json(), LIVE_TTL_S))
 
     async def store(self, redis: Any) -> None:
         await redis.set(key(self.id, "live"), self.to_json(), ex=LIVE_TTL_S)

@@ -21,7 +21,7 @@ from chat.agent.types import AssistantMessage, ToolCall, ToolResult, Usage
 from core import metrics
 from core.redact import redact
 
-from . import citations, dom, presenters, turn_store
+from . import citations, dom, events, presenters, turn_store
 from .live import LiveTurn
 from .models import Turn
 from .rendering import fingerprint
@@ -65,6 +65,7 @@ class TurnSink:
         self._pending: list[str] = []
         self._dirty: set[tuple[str, int]] = set()
         self._flush_handle: asyncio.TimerHandle | None = None
+        self._flushing: set[asyncio.Task[None]] = set()
         self._lock = asyncio.Lock()
         self._progress_sent: dict[tuple[str, int, int], float] = {}
         self._checkpointed: dict[tuple[str, int], str] = {}  # (lane, step) → the text last saved
@@ -84,7 +85,27 @@ class TurnSink:
             # Event loops wait in whole milliseconds (epoll), so a timer fires up to 1 ms after it
             # is due: aimed that much early, the batch leaves at the end of its window, not after.
             delay = max(0.0, self.window_s - TIMER_SLACK_S)
-            self._flush_handle = loop.call_later(delay, lambda: asyncio.ensure_future(self._timed_flush()))
+            self._flush_handle = loop.call_later(delay, self._window_over)
+
+    def _window_over(self) -> None:
+        """The batch's window is over. It usually leaves right here, in the timer's callback,
+        written to Redis without waiting for the reply (nothing after it in this turn waits on
+        that reply): no task and no second wake-up per fragment. While another flush is under way,
+        or when that fast way is not open (see `events.sender_nowait`), a task flushes it."""
+        self._flush_handle = None
+        send = None if self._lock.locked() else events.sender_nowait(self.layer)
+        if send is None:
+            # Held until done: the loop keeps only a weak reference to a task.
+            task = asyncio.ensure_future(self._timed_flush())
+            self._flushing.add(task)
+            task.add_done_callback(self._flushing.discard)
+            return
+        html, since = self._take()
+        if html:
+            self.live.publish_nowait(send, html)
+            now = time.monotonic()
+            metrics.FRAGMENT_LATENCY.observe(now - (since or now))
+            self._maybe_checkpoint()
 
     async def _timed_flush(self) -> None:
         # A failed push must not vanish in an unawaited task: log it. The live state already
@@ -101,20 +122,25 @@ class TurnSink:
         self._block_finished = self._block_finished or finished
         return html
 
+    def _take(self, extra: str = "") -> tuple[str, float | None]:
+        """Everything not yet sent, as one fragment (the text first, in the order it came), and
+        when the oldest of it happened."""
+        if self._flush_handle is not None:
+            self._flush_handle.cancel()
+            self._flush_handle = None
+        parts = [self._text_fragments(key, complete=False) for key in sorted(self._dirty)]
+        self._dirty.clear()
+        parts.extend(self._pending)
+        self._pending.clear()
+        if extra:
+            parts.append(extra)
+        since, self._unsent_since = self._unsent_since, None
+        return "".join(parts), since
+
     async def flush(self, extra: str = "") -> None:
         now = time.monotonic()
         async with self._lock:
-            if self._flush_handle is not None:
-                self._flush_handle.cancel()
-                self._flush_handle = None
-            parts = [self._text_fragments(key, complete=False) for key in sorted(self._dirty)]
-            self._dirty.clear()
-            parts.extend(self._pending)
-            self._pending.clear()
-            if extra:
-                parts.append(extra)
-            html = "".join(parts)
-            since, self._unsent_since = self._unsent_since, None
+            html, since = self._take(extra)
             if not html:
                 return
             await self.live.publish(self.redis, html, self.layer)

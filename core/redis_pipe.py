@@ -101,7 +101,24 @@ class RedisPipe:
         protocol = self._protocol or await self._connect()
         if protocol.writable is not None:  # Redis is not keeping up: wait for its buffer to drain
             await protocol.writable
-        return _result(await self._send(protocol, pack(args)))
+        return result(await self._send(protocol, pack(args)))
+
+    def ready(self) -> bool:
+        """Whether a command written now goes straight out: connected, and Redis keeping up."""
+        protocol = self._protocol
+        return (
+            protocol is not None
+            and protocol.writable is None
+            and protocol.transport is not None
+            and not protocol.transport.is_closing()
+        )
+
+    def send_nowait(self, *args: Any) -> asyncio.Future[Any]:
+        """Writes one command at once, for a caller that checked `ready()` and does not wait for
+        the reply. The returned future holds the reply as read: `result()` turns an error reply
+        into its exception (a broken connection fails the future itself)."""
+        assert self._protocol is not None
+        return self._send(self._protocol, pack(args))
 
     def _send(self, protocol: _Protocol, data: bytes) -> asyncio.Future[Any]:
         if protocol.transport is None or protocol.transport.is_closing():
@@ -126,7 +143,7 @@ class RedisPipe:
                     protocol = await open_connection(self.options, lambda: _Protocol(self))
                     # Every reply of the set-up is awaited before the connection is handed out.
                     for command in setup_commands(self.options):
-                        _result(await self._send(protocol, command))
+                        result(await self._send(protocol, command))
             except BaseException as exc:
                 if protocol is not None:
                     self.drop(protocol, "set-up failed")
@@ -195,7 +212,8 @@ def supports(url: str) -> bool:
     return url.startswith(("redis://", "unix://")) and not set(parse_url(url)) - _KNOWN_OPTIONS
 
 
-def _result(reply: Any) -> Any:
+def result(reply: Any) -> Any:
+    """A reply as redis-py returns it: an error reply raised as ResponseError (NoScriptError)."""
     if isinstance(reply, hiredis.ReplyError):
         message = str(reply)
         raise NoScriptError(message) if message.startswith("NOSCRIPT") else ResponseError(message)
@@ -229,4 +247,4 @@ def close(loop: asyncio.AbstractEventLoop | None = None) -> None:
         found.close()
 
 
-__all__ = ["RedisPipe", "close", "for_loop", "open_connection", "setup_commands", "supports"]
+__all__ = ["RedisPipe", "close", "for_loop", "open_connection", "result", "setup_commands", "supports"]

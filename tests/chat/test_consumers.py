@@ -149,7 +149,7 @@ async def test_a_published_state_and_its_fragment_go_in_one_round_trip(user: Any
     stored = await live.LiveTurn.aload(redis, turn.pk)
     assert stored is not None and stored.seq == 1 and stored.steps[0].text == "Hello"
     if _pubsub_channel(get_channel_layer(), group_name(chat.pk)) is not None:
-        assert sent in (["EVALSHA"], ["EVALSHA", "EVAL"])  # one script (sent whole the first time)
+        assert sent == ["EVAL"]  # one script
     await comm.disconnect()
 
 

@@ -116,3 +116,112 @@ async def test_finish_stores_turn_and_pushes_final_state(user: Any) -> None:
     turn = await Turn.objects.aget(pk=sink.turn_id)
     assert turn.status == Turn.Status.CANCELLED and turn.finished_at is not None
     await redis.aclose()
+
+
+async def pubsub_sink(user: Any, window_ms: int = 30) -> tuple[TurnSink, Any, str, Any]:
+    """A sink on the settings' channel layer (pub/sub on the test Redis), as a worker has."""
+    from channels.layers import get_channel_layer
+
+    chat = await Chat.objects.acreate(owner=user)
+    turn = await Turn.objects.acreate(chat=chat, status=Turn.Status.RUNNING)
+    layer = get_channel_layer()
+    channel = await layer.new_channel()
+    await layer.group_add(group_name(chat.pk), channel)
+    return TurnSink(turn, live.async_client(), window_ms=window_ms), layer, channel, live.async_client()
+
+
+async def test_a_windowed_batch_leaves_from_the_timer_without_a_task(user: Any, monkeypatch: Any) -> None:
+    """The batch is written in the timer's own callback, the reply not awaited: no task per
+    fragment. Order, sequence numbers and the stored state are as on the awaited path."""
+    tasks = []
+    original = TurnSink._timed_flush
+
+    async def timed_flush(self: TurnSink) -> None:
+        tasks.append(self.seq)
+        await original(self)
+
+    monkeypatch.setattr(TurnSink, "_timed_flush", timed_flush)
+    sink, layer, channel, redis = await pubsub_sink(user)
+    await sink.step_started(0)
+    for word in ["One ", "two ", "three ", "four"]:
+        await sink.text(0, word)
+    for word in [" five", " six"]:
+        await asyncio.sleep(0.06)
+        await sink.text(0, word)
+    await asyncio.sleep(0.1)
+    messages = [await asyncio.wait_for(layer.receive(channel), 2) for _ in range(5)]
+    assert [m["seq"] for m in messages] == [1, 2, 3, 4, 5]
+    assert "".join(m["html"].split(">", 1)[1].removesuffix("</div>") for m in messages[1:]) == (
+        "One two three four five six"
+    )
+    assert tasks == []
+    state = json.loads(await redis.get(live.key(sink.turn_id, "live")))
+    assert state["seq"] == 5 and state["steps"][0]["text"] == "One two three four five six"
+    await redis.aclose()
+
+
+async def test_a_batch_due_while_another_flush_waits_leaves_after_it(user: Any, monkeypatch: Any) -> None:
+    tasks = []
+    original = TurnSink._timed_flush
+
+    async def timed_flush(self: TurnSink) -> None:
+        tasks.append(self.seq)
+        await original(self)
+
+    monkeypatch.setattr(TurnSink, "_timed_flush", timed_flush)
+    sink, layer, channel, redis = await pubsub_sink(user)
+    await sink.step_started(0)
+    await sink.text(0, "Lead")
+    await sink.text(0, " and batch")
+    async with sink._lock:  # an event's flush is waiting for Redis when the window ends
+        await asyncio.sleep(0.06)
+        assert tasks == [2]
+    await asyncio.sleep(0.05)
+    messages = [await asyncio.wait_for(layer.receive(channel), 2) for _ in range(3)]
+    assert [m["seq"] for m in messages] == [1, 2, 3] and " and batch" in messages[2]["html"]
+    await redis.aclose()
+
+
+async def test_a_batch_whose_reply_fails_is_logged_and_the_next_fragment_stores_the_state(
+    user: Any, monkeypatch: Any, caplog: Any
+) -> None:
+    from core import redis_pipe
+
+    sink, _, _, redis = await pubsub_sink(user)
+    await sink.step_started(0)
+    await sink.text(0, "Before")
+    original = redis_pipe.RedisPipe.send_nowait
+
+    def dropped(self: redis_pipe.RedisPipe, *args: Any) -> Any:
+        reply = original(self, *args)
+        assert self._protocol is not None
+        self.drop(self._protocol, "Redis connection lost: reset by peer")  # before its reply came
+        return reply
+
+    monkeypatch.setattr(redis_pipe.RedisPipe, "send_nowait", dropped)
+    await sink.text(0, " lost?")
+    await asyncio.sleep(0.08)
+    assert "A fragment was not published" in caplog.text
+    monkeypatch.setattr(redis_pipe.RedisPipe, "send_nowait", original)
+    await sink.assistant_message(0, AssistantMessage(content="Before lost? After"), "complete")
+    state = json.loads(await redis.get(live.key(sink.turn_id, "live")))
+    # The page sees the skipped number, asks for the state: it has all the text.
+    assert state["seq"] == 4 and state["steps"][0]["text"] == "Before lost? After"
+    await redis.aclose()
+
+
+async def test_a_redis_refusing_the_script_on_the_timer_path_turns_it_off(user: Any, monkeypatch: Any) -> None:
+    from chat import events
+
+    sink, layer, _, redis = await pubsub_sink(user)
+    await sink.step_started(0)
+    await sink.text(0, "Lead")
+    monkeypatch.setattr(events, "_STORE_AND_PUBLISH", "return redis.call('NO-SUCH-COMMAND')")
+    try:
+        await sink.text(0, " refused")
+        await asyncio.sleep(0.08)
+        assert not events._script.usable
+        assert events.sender_nowait(layer) is None  # the awaited path from now on, as two commands
+    finally:
+        events._script.usable = True
+    await redis.aclose()
