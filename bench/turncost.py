@@ -1,7 +1,7 @@
 """What a turn costs the worker besides its tokens: claim, transcript, toolsets, the started and
 finished fragments, the final writes.
 
-    python -m bench.turncost [--turns 40] [--tokens 5] [--profile out.pstats] [--path fast|litellm]
+    python -m bench.turncost [--turns 40] [--tokens 5] [--tps 1000] [--profile out.pstats] [--path fast|litellm]
 
 Runs the worker's own code (`chat.turns.run_turn_sync`, the process's worker loop) in this
 process, one turn after another, against the fake provider with answers of a few tokens, on a
@@ -38,6 +38,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=40)
     parser.add_argument("--tokens", type=int, default=5)
+    parser.add_argument("--tps", type=float, default=1000, help="tokens per second of each answer")
     parser.add_argument("--path", choices=["fast", "litellm"], default="fast")
     parser.add_argument("--profile", help="write a cProfile of the measured turns here")
     args = parser.parse_args()
@@ -89,7 +90,7 @@ def _run(args: argparse.Namespace, api_base: str) -> dict[str, float]:
     def queue_turn(tag: int) -> int:
         from unittest import mock
 
-        directive = f"[bench tag={tag} n={args.tokens} tps=1000 ttft=0 para=50 tools=0]"
+        directive = f"[bench tag={tag} n={args.tokens} tps={args.tps:g} ttft=0 para=50 tools=0]"
         # The task is run here, not queued: the publish is the web's cost, not the worker's.
         with mock.patch("chat.tasks.run_turn.delay"), transaction.atomic():
             _, turn = start_turn(chat, directive, parent=branches.last_turn(chat))
