@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 import redis.asyncio as aioredis
 from channels.db import database_sync_to_async
+from django.conf import settings
 
 from chat.agent.loop import CancelToken
 from core import redis_pipe
@@ -100,11 +101,19 @@ class TurnWatch:
         # about once a second, and at once for a turn that just started.
         now = time.monotonic()
         due = [turn_id for turn_id in ids if now - self._beaten.get(turn_id, 0.0) >= HEARTBEAT_S]
-        async with self.redis.pipeline(transaction=False) as pipe:
-            pipe.mget([live.key(turn_id, "cancel") for turn_id in ids])
-            for turn_id in due:
-                pipe.set(live.key(turn_id, "alive"), "1", ex=live.ALIVE_TTL_S)
-            flags, *_ = await pipe.execute()
+        mget = ("MGET", *[live.key(turn_id, "cancel") for turn_id in ids])
+        beats = [("SET", live.key(turn_id, "alive"), "1", "EX", live.ALIVE_TTL_S) for turn_id in due]
+        # On the loop's pipelined connection when it has one: a round many times a second costs
+        # a busy worker a third of what redis-py's pipeline did.
+        piped = redis_pipe.for_loop(settings.REDIS_URL)
+        if piped is not None:
+            flags, *_ = await piped.execute_many(mget, *beats)
+        else:
+            async with self.redis.pipeline(transaction=False) as pipe:
+                pipe.mget(mget[1:])
+                for command in beats:
+                    pipe.set(command[1], "1", ex=live.ALIVE_TTL_S)
+                flags, *_ = await pipe.execute()
         for turn_id in due:
             self._beaten[turn_id] = now
         for turn_id, flag in zip(ids, flags, strict=True):
@@ -153,8 +162,6 @@ class WorkerLoop:
     def watch(self) -> TurnWatch:
         """The process's one poller of Stop flags and heartbeats."""
         if self._watch is None:
-            from django.conf import settings
-
             self._watch = TurnWatch(self.redis(), settings.TESSERA["CANCEL_POLL_S"])
         return self._watch
 
@@ -252,8 +259,6 @@ def get() -> WorkerLoop:
     global _current, _pid
     with _lock:
         if _current is None or _pid != os.getpid():
-            from django.conf import settings
-
             _current = WorkerLoop(
                 io_threads=int(settings.TESSERA["WORKER_IO_THREADS"]),
                 library_threads=int(settings.TESSERA["WORKER_LIBRARY_THREADS"]),

@@ -103,6 +103,23 @@ class RedisPipe:
             await protocol.writable
         return result(await self._send(protocol, pack(args)))
 
+    async def execute_many(self, *commands: tuple[Any, ...]) -> list[Any]:
+        """Sends the commands back to back and returns their replies, in order; raises the first
+        error (after every reply is in, so none is left unread)."""
+        protocol = self._protocol or await self._connect()
+        if protocol.writable is not None:
+            await protocol.writable
+        replies = [self._send(protocol, pack(command)) for command in commands]
+        values, error = [], None
+        for reply in replies:
+            try:
+                values.append(result(await reply))
+            except (ResponseError, RedisConnectionError) as exc:
+                error = error or exc
+        if error is not None:
+            raise error
+        return values
+
     def ready(self) -> bool:
         """Whether a command written now goes straight out: connected, and Redis keeping up."""
         protocol = self._protocol

@@ -154,48 +154,54 @@ def test_one_poll_serves_every_running_turn(redis_server: str) -> None:
     assert all(0 < ttl <= live.ALIVE_TTL_S for ttl in alive)
 
 
-def test_polling_survives_a_redis_error() -> None:
+@pytest.mark.parametrize("piped", [True, False], ids=["pipelined connection", "redis-py"])
+def test_polling_survives_a_redis_error(piped: bool, monkeypatch: Any) -> None:
+    """A failed round (Redis away for a moment) is logged and the next one sees the Stop flag,
+    on the loop's pipelined connection and on redis-py's (a URL the pipe does not speak)."""
     from chat.agent.loop import CancelToken
     from chat.worker_loop import TurnWatch
+    from core import redis_pipe
 
-    class Flaky:
-        """Fails the first round trip, then reports a Stop flag."""
+    turn_id = 987_654_321
+    calls = []
+    if piped:
+        original = redis_pipe.RedisPipe.execute_many
 
-        calls = 0
+        async def flaky(self: redis_pipe.RedisPipe, *commands: Any) -> Any:
+            calls.append(commands)
+            if len(calls) == 1:
+                raise redis.exceptions.ConnectionError("Redis went away")
+            return await original(self, *commands)
 
-        def pipeline(self, transaction: bool) -> Any:
-            outer = self
-
-            class Pipe:
-                async def __aenter__(self) -> Any:
-                    return self
-
-                async def __aexit__(self, *_: Any) -> None:
-                    return None
-
-                def mget(self, keys: list[str]) -> None:
-                    self.n = len(keys)
-
-                def set(self, *_: Any, **__: Any) -> None:
-                    return None
-
-                async def execute(self) -> list[Any]:
-                    outer.calls += 1
-                    if outer.calls == 1:
-                        raise redis.exceptions.ConnectionError("Redis went away")
-                    return [[b"1"] * self.n, *([True] * self.n)]
-
-            return Pipe()
+        monkeypatch.setattr(redis_pipe.RedisPipe, "execute_many", flaky)
+    else:
+        monkeypatch.setattr(redis_pipe, "for_loop", lambda url: None)
 
     async def scenario() -> bool:
-        watch = TurnWatch(Flaky(), interval_s=0.01)
+        client = live.async_client()
+        if not piped:
+            original_pipeline = client.pipeline
+
+            def pipeline(transaction: bool) -> Any:
+                calls.append(transaction)
+                if len(calls) == 1:
+                    raise redis.exceptions.ConnectionError("Redis went away")
+                return original_pipeline(transaction=transaction)
+
+            client.pipeline = pipeline  # type: ignore[method-assign]
+        await client.set(live.key(turn_id, "cancel"), "1", ex=60)
+        watch = TurnWatch(client, interval_s=0.01)
         token = CancelToken()
-        watch.add(7, token)
+        watch.add(turn_id, token)
         await asyncio.wait_for(token.wait(), 2)
-        watch.remove(7)
-        return token.is_set()
+        watch.remove(turn_id)
+        alive = await client.exists(live.key(turn_id, "alive"))
+        await client.delete(live.key(turn_id, "cancel"), live.key(turn_id, "alive"))
+        await client.aclose()
+        return token.is_set() and bool(alive)
 
     assert asyncio.run(scenario())
+    assert len(calls) >= 2
 
 
 _counting: list[list[str]] = []

@@ -141,3 +141,17 @@ def test_a_late_goodbye_from_an_old_connection_leaves_the_new_one_alone() -> Non
         pipe.close()
 
     run(go())
+
+
+def test_many_commands_in_one_write_and_the_first_error_after_every_reply() -> None:
+    async def go() -> tuple[list[Any], Any]:
+        pipe = redis_pipe.RedisPipe(settings.REDIS_URL)
+        replies = await pipe.execute_many(("SET", "tessera:test:many", "1"), ("INCR", "tessera:test:many"), ("PING",))
+        with pytest.raises(ResponseError, match="wrong number of arguments"):
+            await pipe.execute_many(("INCR", "tessera:test:many"), ("GET",), ("INCR", "tessera:test:many"))
+        after = await pipe.execute("GET", "tessera:test:many")  # in step: both INCRs ran, in order
+        pipe.close()
+        return replies, after
+
+    replies, after = run(go())
+    assert replies == [b"OK", 2, b"PONG"] and after == b"4"
