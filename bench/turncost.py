@@ -41,6 +41,9 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=5)
     parser.add_argument("--tps", type=float, default=1000, help="tokens per second of each answer")
     parser.add_argument("--concurrent", type=int, default=1, help="turns run at once, each in its own chat")
+    parser.add_argument(
+        "--fresh", action="store_true", help="each turn in a new chat (as the benchmark's ramp), not one growing chat"
+    )
     parser.add_argument("--path", choices=["fast", "litellm"], default="fast")
     parser.add_argument("--profile", help="write a cProfile of the measured turns here")
     args = parser.parse_args()
@@ -112,6 +115,11 @@ def _run(args: argparse.Namespace, api_base: str) -> dict[str, float]:
     for round_ in range(rounds):
         # Queued before the clock's share of this round would count them: the web's cost.
         cpu_before_queue = time.process_time()
+        if args.fresh:
+            chats = [
+                Chat.objects.create(owner=user, model=model, enabled_tools=dict(default_selection()))
+                for _ in range(args.concurrent)
+            ]
         batch = [queue_turn(100 + round_ * args.concurrent + i, chat) for i, chat in enumerate(chats)]
         started += time.process_time() - cpu_before_queue
         ids.extend(batch)
