@@ -163,7 +163,7 @@ def test_polling_survives_a_redis_error(piped: bool, monkeypatch: Any) -> None:
     from core import redis_pipe
 
     turn_id = 987_654_321
-    calls = []
+    calls: list[Any] = []
     if piped:
         original = redis_pipe.RedisPipe.execute_many
 
@@ -188,7 +188,7 @@ def test_polling_survives_a_redis_error(piped: bool, monkeypatch: Any) -> None:
                     raise redis.exceptions.ConnectionError("Redis went away")
                 return original_pipeline(transaction=transaction)
 
-            client.pipeline = pipeline  # type: ignore[method-assign]
+            client.pipeline = pipeline  # type: ignore[method-assign, assignment]
         await client.set(live.key(turn_id, "cancel"), "1", ex=60)
         watch = TurnWatch(client, interval_s=0.01)
         token = CancelToken()
