@@ -7,15 +7,24 @@ every fragment waits for that turn: 0.15 ms of a fragment's p50 latency and a te
 process's CPU per fragment in the benchmark (bench/RESULTS.md). asyncio's own transports try the
 socket first and only buffer what it does not take; `WriteNowServer` does the same. When bytes
 are already waiting, new ones queue behind them as before, so the order on the wire never
-changes, and Twisted's flow control (producers paused over `bufferSize`) is untouched.
+changes, and Twisted's flow control (producers paused over `bufferSize`) is untouched. Like
+asyncio, it also turns Nagle's algorithm off.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from twisted.internet import tcp
 
 
 class WriteNowServer(tcp.Server):  # type: ignore[misc]
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # As asyncio does for every TCP transport: with writes leaving at once, Nagle's algorithm
+        # would hold a small write back until the previous one is acknowledged.
+        self.setTcpNoDelay(True)
+
     def write(self, data: bytes) -> None:
         if (
             data

@@ -24,6 +24,7 @@ SCRIPT = textwrap.dedent(
             reactor.callLater(0.05, self.go)
 
         def go(self):
+            found["nodelay"] = self.transport.getTcpNoDelay()
             self.transport.write(b"hello")
             try:  # no turn of the reactor in between
                 found["at once"] = client.recv(100, socket.MSG_DONTWAIT)
@@ -46,7 +47,7 @@ SCRIPT = textwrap.dedent(
     client = socket.create_connection(("127.0.0.1", port.getHost().port))
     reactor.callLater(20, reactor.stop)
     reactor.run()
-    print(found.get("at once"), found.get("rest"))
+    print(found.get("at once"), found.get("rest"), bool(found.get("nodelay")))
     """
 )
 
@@ -57,9 +58,9 @@ def run(mode: str) -> str:
 
 
 def test_a_write_reaches_the_socket_before_the_reactor_turns() -> None:
-    assert run("write-now") == "b'hello' True"
+    assert run("write-now") == "b'hello' True True"  # and without Nagle's delay
 
 
 def test_twisted_alone_waits_for_the_reactor() -> None:
     # What config/tcp.py changes: Twisted's own transport buffers until the reactor's next turn.
-    assert run("twisted") == "b'' True"
+    assert run("twisted") == "b'' True False"
