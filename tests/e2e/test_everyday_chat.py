@@ -33,6 +33,29 @@ def answers(page: Page) -> Any:
     return page.locator("section.turn")
 
 
+def test_a_control_changed_right_after_a_swap_is_not_lost(page: Page, second_model: LLMModel) -> None:
+    """The settings form is replaced by each answer; a change made the moment the new one is in
+    the page (before htmx's default 20 ms settle wired it) must still be sent."""
+    page.goto(page.base_url + "/")  # type: ignore[attr-defined]
+    page.get_by_role("button", name="Chat settings").click()
+    panel = page.get_by_test_id("settings-panel")
+    expect(panel).to_be_visible()
+    page.evaluate(
+        """() => {
+            document.body.addEventListener("htmx:afterSwap", () => setTimeout(() => {
+                const steps = document.querySelector("[data-testid=max-tool-iterations-input]");
+                steps.value = "3";
+                steps.dispatchEvent(new Event("change", {bubbles: true}));
+            }), {once: true});
+            const model = document.querySelector("[data-testid=settings-model]");
+            model.selectedIndex = 1;
+            model.dispatchEvent(new Event("change", {bubbles: true}));
+        }"""
+    )
+    expect(panel).to_contain_text("at most 3 tool steps")
+    expect(page.get_by_test_id("settings-model-name")).to_have_text("Demo two")
+
+
 def test_settings_and_tools_chosen_before_the_first_message_apply_to_the_new_chat(
     page: Page, second_model: LLMModel
 ) -> None:
