@@ -216,6 +216,9 @@ class Shard(RedisSingleShardConnection):
                         await self._connected()
                 except (RedisConnectionError, ResponseError):
                     pause = min(max(pause * 2, 0.1), RECONNECT_MAX_S)
+                except Exception:  # whatever it was, this task must live on to try again
+                    log.exception("Reopening the channel layer's Redis subscriber failed")
+                    pause = min(max(pause * 2, 0.1), RECONNECT_MAX_S)
                 else:
                     log.warning("The channel layer's Redis subscriber connection is open again")
                     pause = 0.0
