@@ -28,10 +28,12 @@ async def drain(layer: InMemoryChannelLayer, channel: str) -> list[dict[str, Any
             return messages
 
 
-async def make_sink(user: Any, window_ms: int = 30) -> tuple[TurnSink, InMemoryChannelLayer, str, Any]:
+async def make_sink(user: Any, window_ms: int = 30, layer: Any = None) -> tuple[TurnSink, Any, str, Any]:
+    """A sink for a new running turn, a channel in its chat's group, and a Redis client. The
+    layer is an in-memory one unless given (the settings' pub/sub layer, as a worker has)."""
     chat = await Chat.objects.acreate(owner=user)
     turn = await Turn.objects.acreate(chat=chat, status=Turn.Status.RUNNING)
-    layer = InMemoryChannelLayer()
+    layer = layer or InMemoryChannelLayer()
     channel = await layer.new_channel()
     await layer.group_add(group_name(chat.pk), channel)
     redis = live.async_client()
@@ -118,22 +120,16 @@ async def test_finish_stores_turn_and_pushes_final_state(user: Any) -> None:
     await redis.aclose()
 
 
-async def pubsub_sink(user: Any, window_ms: int = 30) -> tuple[TurnSink, Any, str, Any]:
-    """A sink on the settings' channel layer (pub/sub on the test Redis), as a worker has."""
+async def pubsub_sink(user: Any) -> tuple[TurnSink, Any, str, Any]:
     from channels.layers import get_channel_layer
 
-    chat = await Chat.objects.acreate(owner=user)
-    turn = await Turn.objects.acreate(chat=chat, status=Turn.Status.RUNNING)
-    layer = get_channel_layer()
-    channel = await layer.new_channel()
-    await layer.group_add(group_name(chat.pk), channel)
-    return TurnSink(turn, live.async_client(), window_ms=window_ms), layer, channel, live.async_client()
+    return await make_sink(user, layer=get_channel_layer())
 
 
-async def test_a_windowed_batch_leaves_from_the_timer_without_a_task(user: Any, monkeypatch: Any) -> None:
-    """The batch is written in the timer's own callback, the reply not awaited: no task per
-    fragment. Order, sequence numbers and the stored state are as on the awaited path."""
-    tasks = []
+@pytest.fixture
+def timer_tasks(monkeypatch: Any) -> list[int]:
+    """The sequence number a sink had each time its timer handed a batch to a task."""
+    tasks: list[int] = []
     original = TurnSink._timed_flush
 
     async def timed_flush(self: TurnSink) -> None:
@@ -141,6 +137,12 @@ async def test_a_windowed_batch_leaves_from_the_timer_without_a_task(user: Any, 
         await original(self)
 
     monkeypatch.setattr(TurnSink, "_timed_flush", timed_flush)
+    return tasks
+
+
+async def test_a_windowed_batch_leaves_from_the_timer_without_a_task(user: Any, timer_tasks: list[int]) -> None:
+    """The batch is written in the timer's own callback, the reply not awaited: no task per
+    fragment. Order, sequence numbers and the stored state are as on the awaited path."""
     sink, layer, channel, redis = await pubsub_sink(user)
     await sink.step_started(0)
     for word in ["One ", "two ", "three ", "four"]:
@@ -154,28 +156,20 @@ async def test_a_windowed_batch_leaves_from_the_timer_without_a_task(user: Any, 
     assert "".join(m["html"].split(">", 1)[1].removesuffix("</div>") for m in messages[1:]) == (
         "One two three four five six"
     )
-    assert tasks == []
+    assert timer_tasks == []
     state = json.loads(await redis.get(live.key(sink.turn_id, "live")))
     assert state["seq"] == 5 and state["steps"][0]["text"] == "One two three four five six"
     await redis.aclose()
 
 
-async def test_a_batch_due_while_another_flush_waits_leaves_after_it(user: Any, monkeypatch: Any) -> None:
-    tasks = []
-    original = TurnSink._timed_flush
-
-    async def timed_flush(self: TurnSink) -> None:
-        tasks.append(self.seq)
-        await original(self)
-
-    monkeypatch.setattr(TurnSink, "_timed_flush", timed_flush)
+async def test_a_batch_due_while_another_flush_waits_leaves_after_it(user: Any, timer_tasks: list[int]) -> None:
     sink, layer, channel, redis = await pubsub_sink(user)
     await sink.step_started(0)
     await sink.text(0, "Lead")
     await sink.text(0, " and batch")
     async with sink._lock:  # an event's flush is waiting for Redis when the window ends
         await asyncio.sleep(0.06)
-        assert tasks == [2]
+        assert timer_tasks == [2]
     await asyncio.sleep(0.05)
     messages = [await asyncio.wait_for(layer.receive(channel), 2) for _ in range(3)]
     assert [m["seq"] for m in messages] == [1, 2, 3] and " and batch" in messages[2]["html"]
