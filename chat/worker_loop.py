@@ -103,8 +103,8 @@ class TurnWatch:
         due = [turn_id for turn_id in ids if now - self._beaten.get(turn_id, 0.0) >= HEARTBEAT_S]
         mget = ("MGET", *[live.key(turn_id, "cancel") for turn_id in ids])
         beats = [("SET", live.key(turn_id, "alive"), "1", "EX", live.ALIVE_TTL_S) for turn_id in due]
-        # On the loop's pipelined connection when it has one: a round many times a second costs
-        # a busy worker a third of what redis-py's pipeline did.
+        # On the loop's pipelined connection when it has one: rounds come many times a second,
+        # and a command there costs a third of redis-py's CPU (core/redis_pipe.py).
         piped = redis_pipe.for_loop(settings.REDIS_URL)
         if piped is not None:
             flags, *_ = await piped.execute_many(mget, *beats)
