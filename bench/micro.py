@@ -17,6 +17,7 @@ this process used by the chunks or messages it handled:
 - `send_*`: a channel-layer `group_send` (the worker's share of a fragment), for channels-redis's
   RedisChannelLayer (`redis`) and RedisPubSubChannelLayer (`pubsub`);
 - `roundtrip_*`: the same plus the matching `receive` (so minus `send_*`: Daphne's share);
+  `roundtrip_tessera` receives through Tessera's own subscriber (core/pubsub.py);
 - `sink_*`: Tessera's own worker-side cost per fragment, chat.streaming.TurnSink gathering
   2–3 tokens and flushing them (render, live state to Redis, group_send).
 
@@ -160,6 +161,10 @@ async def raw_aiohttp(provider: str, tag: int) -> int:
 
 
 def _layer(kind: str, redis_url: str, capacity: int) -> Any:
+    if kind == "tessera":  # the pub/sub layer with Tessera's own subscriber (core/pubsub.py)
+        from core.pubsub import PubSubLayer
+
+        return PubSubLayer(hosts=[redis_url], prefix="bench-micro")
     if kind == "pubsub":
         from channels_redis.pubsub import RedisPubSubChannelLayer
 
@@ -251,7 +256,19 @@ async def sink_flushes(kind: str, redis_url: str, flushes: int = 1000) -> tuple[
     return flushes, cpu
 
 
+async def _layer_figures(redis_url: str) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for kind in ("redis", "pubsub"):
+        result |= await _measure(f"send_{kind}", lambda _, k=kind: layer_send(k, redis_url))
+        result |= await _measure(f"roundtrip_{kind}", lambda _, k=kind: layer_roundtrip(k, redis_url))
+        result |= await _measure(f"sink_{kind}", lambda _, k=kind: sink_flushes(k, redis_url))
+    result |= await _measure("roundtrip_tessera", lambda _: layer_roundtrip("tessera", redis_url))
+    return result
+
+
 async def main_async(provider: str, redis_url: str, only: set[str] | None = None) -> dict[str, Any]:
+    if only == {"layers"}:
+        return await _layer_figures(redis_url)
     tags = iter(range(10_000_000, 20_000_000))
     result: dict[str, Any] = {}
     # Warm-up, not measured: imports, LiteLLM's cached client, connection pools.
@@ -283,11 +300,7 @@ async def main_async(provider: str, redis_url: str, only: set[str] | None = None
     litellm.disable_streaming_logging = False
     result |= await _measure("openai_sdk", lambda _: _streams(openai_stream, provider, tags))
     result |= await _measure("raw_sse", lambda _: _streams(raw_sse, provider, tags))
-    for kind in ("redis", "pubsub"):
-        result |= await _measure(f"send_{kind}", lambda _, k=kind: layer_send(k, redis_url))
-        result |= await _measure(f"roundtrip_{kind}", lambda _, k=kind: layer_roundtrip(k, redis_url))
-        result |= await _measure(f"sink_{kind}", lambda _, k=kind: sink_flushes(k, redis_url))
-    return result
+    return result | await _layer_figures(redis_url)
 
 
 def main() -> None:
@@ -295,9 +308,12 @@ def main() -> None:
     parser.add_argument("--provider", required=True)
     parser.add_argument("--redis", default="")
     parser.add_argument("--streams-only", action="store_true", help="only the provider-stream figures")
+    parser.add_argument("--layers-only", action="store_true", help="only the channel-layer and sink figures")
     parser.add_argument("--uvloop", action="store_true", help="run under uvloop")
     args = parser.parse_args()
     only = {"streams"} if args.streams_only or not args.redis else None
+    if args.layers_only and args.redis:
+        only = {"layers"}
     coro = main_async(args.provider, args.redis, only)
     if args.uvloop:
         import uvloop
