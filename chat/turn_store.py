@@ -55,8 +55,13 @@ def turn_transcript(chat_id: int, turn_id: int, vision: bool) -> tuple[list[dict
     return messages, files_transcript.image_notice(turn_id, rows, files, vision)
 
 
+# What a transcript reads of each message (`Message.to_openai`, its files, the image notice): a
+# long chat's rendered HTML, metadata and timestamps stay in the database.
+_TRANSCRIPT_FIELDS = ("id", "turn_id", "role", "content", "tool_calls", "tool_call_id")
+
+
 def _transcript_rows(chat_id: int, turn_id: int | None) -> list[Message]:
-    rows = Message.objects.filter(chat_id=chat_id, lane="").exclude(role=Message.Role.SYSTEM)
+    rows = Message.objects.filter(chat_id=chat_id, lane="").exclude(role=Message.Role.SYSTEM).only(*_TRANSCRIPT_FIELDS)
     if turn_id is None:
         rows = rows.filter(Q(turn__active=True) | Q(turn__isnull=True))
     else:

@@ -146,6 +146,28 @@ def test_the_transcript_leaves_out_system_messages(turn: Turn) -> None:
     ]
 
 
+@pytest.mark.parametrize("exchanges", [1, 12])
+def test_a_turns_transcript_costs_the_same_queries_however_long_the_chat(
+    turn: Turn, exchanges: int, django_assert_num_queries: Any
+) -> None:
+    """The transcript reads only the fields it sends: touching one left in the database would
+    cost a query per message."""
+    call = ToolCall(id="c1", name="clock_math__current_time", arguments="{}")
+    for step in range(exchanges):
+        Message.objects.create(chat_id=turn.chat_id, turn=turn, role=Message.Role.USER, content=f"Q{step}")
+        turn_store.save_assistant(
+            turn.chat_id, turn.pk, step, AssistantMessage("", [call]), "complete", html="<p>x</p>", html_key="k"
+        )
+        turn_store.save_tool_result(turn.chat_id, turn.pk, step, 0, "c1", ToolResult(call_id="c1", content="12:00"))
+
+    with django_assert_num_queries(3):  # the branch, its messages, their files
+        messages, notice = turn_store.turn_transcript(turn.chat_id, turn.pk, vision=False)
+
+    assert len(messages) == 3 * exchanges and notice == ""
+    assert messages[1] == {"role": "assistant", "content": None, "tool_calls": [call.to_openai()]}
+    assert messages[2] == {"role": "tool", "content": "12:00", "tool_call_id": "c1"}
+
+
 # --- the end --------------------------------------------------------------------------------------
 
 
