@@ -61,44 +61,44 @@ def install_worker_hooks(path: str) -> None:
             self._bench_batch = time.monotonic()
         await original_text(self, step, delta, lane)
 
-    async def send_fragment(chat_id: int, turn_id: int, seq: int, html: str, layer: Any = None, **options: Any) -> None:
-        start = time.monotonic()
-        await original_send(chat_id, turn_id, seq, html, layer, **options)
-        sink_batch = _current_sink_batch.pop(turn_id, None)
-        flush_start = _current_flush.pop(turn_id, start)
-        log.write(f"flush {turn_id} {seq} {sink_batch or 0:.6f} {flush_start:.6f} {start:.6f} {time.monotonic():.6f}\n")
-
-    # The sink's own timestamps reach send_fragment through these (one flush per turn at a time).
+    # The sink's own timestamps reach the send through these (one flush per turn at a time).
     _current_sink_batch: dict[int, float] = {}
     _current_flush: dict[int, float] = {}
 
-    async def flush_recording(self: Any, extra: str = "") -> None:
-        _current_flush[self.turn_id] = time.monotonic()
-        batch = getattr(self, "_bench_batch", None)
+    def flush_started(sink: Any) -> None:
+        _current_flush[sink.turn_id] = time.monotonic()
+        batch = getattr(sink, "_bench_batch", None)
         if batch is not None:
-            _current_sink_batch[self.turn_id] = batch
-            self._bench_batch = None
+            _current_sink_batch[sink.turn_id] = batch
+            sink._bench_batch = None
+
+    def sent(turn_id: int, seq: int, start: float) -> None:
+        sink_batch = _current_sink_batch.pop(turn_id, None)
+        flush_start = _current_flush.pop(turn_id, start)
+        end = time.monotonic()
+        log.write(f"flush {turn_id} {seq} {sink_batch or 0:.6f} {flush_start:.6f} {start:.6f} {end:.6f}\n")
+
+    async def send_fragment(chat_id: int, turn_id: int, seq: int, html: str, layer: Any = None, **options: Any) -> None:
+        start = time.monotonic()
+        await original_send(chat_id, turn_id, seq, html, layer, **options)
+        sent(turn_id, seq, start)
+
+    async def flush_recording(self: Any, extra: str = "") -> None:
+        flush_started(self)
         await original_flush(self, extra)
 
     original_window_over = streaming.TurnSink._window_over
     original_publish_nowait = live.LiveTurn.publish_nowait
 
     def window_over(self: Any) -> None:
-        _current_flush[self.turn_id] = time.monotonic()
-        batch = getattr(self, "_bench_batch", None)
-        if batch is not None:
-            _current_sink_batch[self.turn_id] = batch
-            self._bench_batch = None
+        flush_started(self)
         original_window_over(self)
 
     def publish_nowait(self: Any, send: Any, html: str) -> None:
         # Written without waiting for the reply: the "round trip" stage is the write alone.
         start = time.monotonic()
         original_publish_nowait(self, send, html)
-        sink_batch = _current_sink_batch.pop(self.id, None)
-        flush_start = _current_flush.pop(self.id, start)
-        end = time.monotonic()
-        log.write(f"flush {self.id} {self.seq} {sink_batch or 0:.6f} {flush_start:.6f} {start:.6f} {end:.6f}\n")
+        sent(self.id, self.seq, start)
 
     streaming.TurnSink.text = text  # type: ignore[method-assign]
     streaming.TurnSink.flush = flush_recording  # type: ignore[method-assign]

@@ -62,16 +62,13 @@ async def send_fragment(
     Redis: one command (a script: SET, then PUBLISH) instead of two, each waiting for its reply,
     written on the loop's pipelined connection (core.redis_pipe) where the URL allows one."""
     layer = layer or get_channel_layer()
-    message: FragmentMessage = {"type": "chat.fragment", "turn": turn_id, "seq": seq, "html": html}
-    if full:
-        message["full"] = True
+    message = _message(turn_id, seq, html, full=full)
     group = group_name(chat_id)
     if state is not None and redis is not None:
         channel = _pubsub_channel(layer, group) if _script.usable else None
         if channel is not None:
-            key, value, ttl = state
             try:
-                await _store_and_publish(redis, key, value, ttl, channel, layer.serialize(message))
+                await _store_and_publish(redis, _script_args(state, channel, layer.serialize(message)))
                 return
             except ResponseError as exc:
                 # A Redis that refuses scripts (some hosted ones do): two commands from now on.
@@ -79,6 +76,13 @@ async def send_fragment(
                 _script.usable = False
         await redis.set(state[0], state[1], ex=state[2])
     await layer.group_send(group, message)
+
+
+def _message(turn_id: int, seq: int, html: str, *, full: bool = False) -> FragmentMessage:
+    message: FragmentMessage = {"type": "chat.fragment", "turn": turn_id, "seq": seq, "html": html}
+    if full:
+        message["full"] = True
+    return message
 
 
 def _pubsub_channel(layer: Any, group: str) -> str | None:
@@ -112,17 +116,23 @@ class _Script:
 _script = _Script()
 
 
-async def _store_and_publish(redis: Any, key: str, value: bytes, ttl: int, channel: str, payload: bytes) -> None:
+def _script_args(state: tuple[str, bytes, int], channel: str, payload: bytes) -> tuple[Any, ...]:
+    """The store-and-publish command for `state` (key, value, seconds to live) and a message."""
+    key, value, ttl = state
+    return ("EVAL", _STORE_AND_PUBLISH, 2, key, channel, value, ttl, payload)
+
+
+async def _store_and_publish(redis: Any, args: tuple[Any, ...]) -> None:
     pipe = redis_pipe.for_loop(settings.REDIS_URL)
     if pipe is not None:
         try:
-            await pipe.execute("EVAL", _STORE_AND_PUBLISH, 2, key, channel, value, ttl, payload)
+            await pipe.execute(*args)
             return
         except RedisConnectionError:
             # The pipe does not retry: this one command goes through redis-py's client, which
             # does (a Redis restarting); the next one opens a new pipe.
             log.warning("Publishing on the pipelined Redis connection failed; retrying with redis-py", exc_info=True)
-    await redis.execute_command("EVAL", _STORE_AND_PUBLISH, 2, key, channel, value, ttl, payload)
+    await redis.execute_command(*args)
 
 
 Sender = Callable[[int, int, int, str, tuple[str, bytes, int]], None]
@@ -146,10 +156,8 @@ def sender_nowait(layer: Any = None) -> Sender | None:
 
     def send(chat_id: int, turn_id: int, seq: int, html: str, state: tuple[str, bytes, int]) -> None:
         channel = inner._get_group_channel_name(group_name(chat_id))
-        message: FragmentMessage = {"type": "chat.fragment", "turn": turn_id, "seq": seq, "html": html}
-        key, value, ttl = state
-        reply = pipe.send_nowait("EVAL", _STORE_AND_PUBLISH, 2, key, channel, value, ttl, layer.serialize(message))
-        reply.add_done_callback(_published)
+        payload = layer.serialize(_message(turn_id, seq, html))
+        pipe.send_nowait(*_script_args(state, channel, payload)).add_done_callback(_published)
 
     return send
 

@@ -103,9 +103,7 @@ class TurnSink:
         html, since = self._take()
         if html:
             self.live.publish_nowait(send, html)
-            now = time.monotonic()
-            metrics.FRAGMENT_LATENCY.observe(now - (since or now))
-            self._maybe_checkpoint()
+            self._sent(since or time.monotonic())
 
     async def _timed_flush(self) -> None:
         # A failed push must not vanish in an unawaited task: log it. The live state already
@@ -138,14 +136,19 @@ class TurnSink:
         return "".join(parts), since
 
     async def flush(self, extra: str = "") -> None:
-        now = time.monotonic()
+        started = time.monotonic()
         async with self._lock:
             html, since = self._take(extra)
             if not html:
                 return
             await self.live.publish(self.redis, html, self.layer)
-            metrics.FRAGMENT_LATENCY.observe(time.monotonic() - (since or now))
-            self._maybe_checkpoint()
+            self._sent(since or started)
+
+    def _sent(self, since: float) -> None:
+        """A fragment went out: its latency counted from `since` (its oldest text, else when its
+        flush began), and the text saved now and then."""
+        metrics.FRAGMENT_LATENCY.observe(time.monotonic() - since)
+        self._maybe_checkpoint()
 
     # --- durable text -------------------------------------------------------------------------
     def _maybe_checkpoint(self) -> None:

@@ -63,19 +63,6 @@ class _LoopLayer(RedisPubSubLoopLayer):
             for host, shard in zip(decode_hosts(hosts), shards, strict=True)
         ]
 
-    def deliver(self, name: bytes, data: bytes) -> None:
-        """A message came in on Redis channel `name`: queued for every socket it is for."""
-        channel = name.decode()
-        channels = self.channels
-        queue = channels.get(channel)
-        if queue is not None:
-            queue.put_nowait(data)
-            return
-        for member in self.groups.get(channel, ()):
-            queue = channels.get(member)
-            if queue is not None:
-                queue.put_nowait(data)
-
 
 class _Subscriber(asyncio.Protocol):
     """One subscriber connection. Pushed messages go straight to the layer; every other reply
@@ -94,12 +81,13 @@ class _Subscriber(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.reader.feed(data)
-        deliver = self.shard.layer.deliver
+        # channels-redis's own hand-out to the channel's (or the group's) queues.
+        deliver = self.shard._receive_message
         try:
             while (reply := self.reader.gets()) is not False:
                 if type(reply) is list and reply and reply[0] in _PUSHED:
                     # [message, channel, data] or [pmessage, pattern, channel, data]
-                    deliver(reply[-2], reply[-1])
+                    deliver({"channel": reply[-2], "data": reply[-1]})
                 elif self.requests:
                     future = self.requests.popleft()
                     if future.done():
@@ -145,7 +133,6 @@ class Shard(RedisSingleShardConnection):
 
     def __init__(self, host: dict[str, Any], layer: _LoopLayer) -> None:
         super().__init__(host, layer)
-        self.layer = layer
         self.options = parse_url(host["address"])
         self.ping_interval_s = float(host.get("health_check_interval") or PING_INTERVAL_S)
         self._subscriber: _Subscriber | None = None

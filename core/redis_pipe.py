@@ -98,17 +98,13 @@ class RedisPipe:
     async def execute(self, *args: Any) -> Any:
         """Sends one command and returns its reply; an error reply raises ResponseError
         (NoScriptError for NOSCRIPT), a broken connection redis's ConnectionError."""
-        protocol = self._protocol or await self._connect()
-        if protocol.writable is not None:  # Redis is not keeping up: wait for its buffer to drain
-            await protocol.writable
+        protocol = await self._writable()
         return result(await self._send(protocol, pack(args)))
 
     async def execute_many(self, *commands: tuple[Any, ...]) -> list[Any]:
         """Sends the commands back to back and returns their replies, in order; raises the first
         error (after every reply is in, so none is left unread)."""
-        protocol = self._protocol or await self._connect()
-        if protocol.writable is not None:
-            await protocol.writable
+        protocol = await self._writable()
         replies = [self._send(protocol, pack(command)) for command in commands]
         values, error = [], None
         for reply in replies:
@@ -119,6 +115,12 @@ class RedisPipe:
         if error is not None:
             raise error
         return values
+
+    async def _writable(self) -> _Protocol:
+        protocol = self._protocol or await self._connect()
+        if protocol.writable is not None:  # Redis is not keeping up: wait for its buffer to drain
+            await protocol.writable
+        return protocol
 
     def ready(self) -> bool:
         """Whether a command written now goes straight out: connected, and Redis keeping up."""
