@@ -5,7 +5,7 @@ PY := .venv/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test lint typecheck bench bench-smoke install assets clean
+.PHONY: run test lint typecheck bench bench-smoke lighthouse install assets static clean docs docs-build docs-serve
 
 # The interpreter: pyenv's 3.12 when present, else any python3.12 on PATH.
 BASE_PYTHON := $(shell (command -v pyenv >/dev/null && pyenv root >/dev/null 2>&1 && ls -d $$(pyenv root)/versions/$(PYTHON_VERSION)*/bin/python 2>/dev/null | tail -1) || command -v python$(PYTHON_VERSION))
@@ -24,20 +24,37 @@ install: .venv/.installed node_modules/.package-lock.json
 
 assets: node_modules/.package-lock.json
 
+# Minified (npm run build), content-hashed and compressed (collectstatic) static files in
+# staticfiles/; does nothing when they are up to date, and nothing with DEBUG=true, which serves
+# the sources (chat/management/commands/buildstatic.py).
+static: install
+	$(PY) manage.py buildstatic
+
 /usr/bin/chromium:
 	@if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
 	else echo "Install Chromium for the browser tests: sudo apt-get install chromium"; exit 1; fi
 
-run: install
+# The reverse-proxy example (deploy/nginx.conf) is tested with a real nginx.
+/usr/sbin/nginx:
+	@if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq nginx-light >/dev/null; \
+	else echo "Install nginx for the proxy example's test: sudo apt-get install nginx-light"; exit 1; fi
+
+run: install static
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py setup_demo
 	$(PY) manage.py seed_workspace --all
 	$(PY) manage.py serve --host $(HOST) --port $(PORT)
 
-test: install /usr/bin/chromium
+test: install /usr/bin/chromium /usr/sbin/nginx
 	$(PY) -m ruff check .
 	$(PY) -m mypy .
 	$(PY) -m pytest
+
+# Lighthouse (mobile) on the sign-in page, a new chat and a 200-message chat, served by the real
+# stack; fails below the thresholds in bench/lighthouse.py. Not part of `make test` (CI runs it
+# as a step of its own).
+lighthouse: install static /usr/bin/chromium
+	$(PY) -m bench.lighthouse $(LIGHTHOUSE_ARGS)
 
 lint: install
 	$(PY) -m ruff check .
@@ -50,11 +67,29 @@ typecheck: install
 # `bench` runs every scenario and the full ramp (about 10 minutes); `bench-smoke` is the short
 # run CI uses to keep the harness working: it fails only when the harness breaks, never on a
 # missed target. Figures: bench/results/latest.json; extra options: python -m bench.run --help.
-bench: install
+bench: install static
 	$(PY) -m bench.run $(BENCH_ARGS)
 
-bench-smoke: install
+bench-smoke: install static
 	$(PY) -m bench.run --smoke $(BENCH_ARGS)
 
+# The documentation site (docs/, mkdocs.yml). `docs` first takes the screenshots the pages use
+# from the real stack (tests/e2e/test_docs_screenshots.py, into docs/images/), then builds the
+# site into site/ with strict link checking; `docs-build` only builds; `docs-serve` serves it
+# on http://127.0.0.1:8001/ while you write.
+.venv/.docs-installed: requirements-docs.txt .venv/.installed
+	$(PY) -m pip install --quiet --disable-pip-version-check --require-hashes -r requirements-docs.txt
+	@touch $@
+
+docs: install /usr/bin/chromium .venv/.docs-installed
+	TESSERA_DOCS_IMAGES=$(CURDIR)/docs/images $(PY) -m pytest tests/e2e/test_docs_screenshots.py -q
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
+
+docs-build: .venv/.docs-installed
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
+
+docs-serve: .venv/.docs-installed
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs serve --strict -a 127.0.0.1:8001
+
 clean:
-	rm -rf .venv node_modules staticfiles .pytest_cache .mypy_cache .ruff_cache
+	rm -rf .venv node_modules build staticfiles site .pytest_cache .mypy_cache .ruff_cache

@@ -103,6 +103,14 @@ class UserSession:
             raise BenchError("send answered without a turn")
         return int(match.group(1))
 
+    async def upload(self, name: str, data: bytes) -> httpx.Response:
+        """The composer's paperclip: one file per request, as the page uploads it."""
+        return await self.http.post("/files/", files={"file": (name, data)}, headers={"X-CSRFToken": self.csrf})
+
+    async def file_status(self, file_id: int) -> str:
+        response = await self.http.get(f"/files/{file_id}/status/")
+        return str(response.json().get("status", "")) if response.status_code == 200 else "gone"
+
     async def page(self, chat_id: int) -> httpx.Response:
         return await self.http.get(f"/chats/{chat_id}/")
 

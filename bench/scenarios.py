@@ -55,6 +55,7 @@ class Options:
     memory_tps: float = 2.0
     memory_tokens: int = 30
     idle_sockets: int = 500
+    fairness_files: int = 200
     budget_s: float = 600.0
     results_dir: Path = Path("bench/results")
 
@@ -425,6 +426,12 @@ class Bench:
             "send_to_first_text_ms": summary(first_text),
             "post_ms": summary(posts),
         }
+
+    async def fairness(self) -> dict[str, Any]:
+        """Another user's first token while one user uploads many large images (bench/fairness.py)."""
+        from . import fairness
+
+        return await fairness.run(self, self.options.fairness_files)
 
     def start_big_chat(self) -> None:
         """Builds and renders the big chat in a Django process of its own. The smoke run starts

@@ -174,6 +174,9 @@ class StackConfig:
     profile: str = ""  # "perf" or "cprofile": see bench.profiler
     profile_dir: Path = ROOT / "bench" / "results"
     keep: bool = False
+    # As `manage.py serve` runs them: turns on one worker, uploaded files read by one of their
+    # own. False: one worker consumes both queues (the fairness scenario's comparison).
+    files_worker: bool = True
 
 
 class StackError(RuntimeError):
@@ -194,6 +197,7 @@ class Stack:
         self.provider_url = ""
         self.web: subprocess.Popen[bytes] | None = None
         self.worker: subprocess.Popen[bytes] | None = None
+        self.files_worker: subprocess.Popen[bytes] | None = None
         self.redis_pid: int | None = None
         self.setup: dict[str, Any] = {}
         if config.redis_url:
@@ -245,6 +249,11 @@ class Stack:
         # Neither process touches the database before its first request or task, so the
         # migration runs while they import (seconds saved: the smoke run must stay short).
         self.worker = self._spawn("worker", self._worker_command())
+        if self.config.files_worker:
+            from config.processes import worker_command
+
+            files = worker_command(concurrency=3, hostname=f"bench-files-{self.port}@%h", queues=("files",))
+            self.files_worker = self._spawn("files", files)
         self.web = self._spawn("web", web_command(host="127.0.0.1", port=self.port))
         self.setup = self.django(
             "setup",
@@ -291,6 +300,7 @@ class Stack:
             "--without-mingle",
             "--hostname",
             f"bench-{self.port}@%h",
+            *(["--queues", "celery"] if self.config.files_worker else []),
         ]
 
     def _start_redis(self) -> None:
@@ -421,6 +431,8 @@ class Stack:
             found["web"] = self.web.pid
         if self.worker:
             found["worker"] = self.worker.pid
+        if self.files_worker:
+            found["files"] = self.files_worker.pid
         if self.provider:
             found["provider"] = self.provider.pid
         if self.redis_pid:
@@ -437,7 +449,7 @@ class Stack:
         return all(p is not None and p.poll() is None for p in (self.web, self.worker, self.provider))
 
     def stop(self) -> None:
-        processes = [p for p in (self.web, self.worker, self.provider) if p is not None]
+        processes = [p for p in (self.web, self.worker, self.files_worker, self.provider) if p is not None]
         for process in processes:
             if process.poll() is None:
                 process.terminate()

@@ -28,6 +28,10 @@ def turn(turn_id: int | str) -> str:
     return f"turn-{turn_id}"
 
 
+def turn_title(turn_id: int | str) -> str:
+    return f"turn-title-{turn_id}"
+
+
 def turn_state(turn_id: int | str) -> str:
     return f"turn-state-{turn_id}"
 
@@ -70,6 +74,7 @@ def actions(turn_id: int | str) -> str:
 
 IDS: dict[str, Callable[..., str]] = {
     "turn": turn,
+    "turn_title": turn_title,
     "turn_state": turn_state,
     "steps": steps,
     "step": step,

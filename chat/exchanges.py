@@ -18,8 +18,10 @@ from .tasks import run_turn
 
 TITLE_LENGTH = 60
 # A chat page shows this many exchanges; older ones load as the reader scrolls up. A long chat
-# then costs a page view what a short one does.
-PAGE_TURNS = 30
+# then costs a page view what a short one does. With 30, a 200-message chat with tool cards and
+# components scored 88-94 for performance in Lighthouse's mobile preset (a phone's CPU laying
+# out and scripting 5 000 elements); with 8, 99-100 (bench/RESULTS.md).
+PAGE_TURNS = 8
 BUSY = "Wait for the current answer to finish, or stop it."
 
 

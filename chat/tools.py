@@ -53,6 +53,8 @@ class ChatToolBox:
         # The turn's numbered sources: one book for the turn and every subagent in it.
         self.sources = sources if sources is not None else SourceBook()
         self._specs: list[dict[str, Any]] = []
+        # The names in `_specs`: what a call may name. Anything else is refused where it runs.
+        self._offered: set[str] = set()
         # Where a tool's progress reports go: (step, position, text, percent).
         self.on_progress = on_progress
         # Asks the user about "ask" tools (chat.approvals.Asker): (step, position, request).
@@ -88,6 +90,10 @@ class ChatToolBox:
                             },
                         }
                     )
+        self._offer_agents(available)
+        self._offered = {spec["function"]["name"] for spec in self._specs}
+
+    def _offer_agents(self, available: dict[str, availability.Availability]) -> None:
         self.agents = {}
         chosen_agents = self.selection.get("agents") or []
         if self.delegator is None or not chosen_agents:
@@ -103,6 +109,10 @@ class ChatToolBox:
 
     def specs(self) -> list[dict[str, Any]]:
         return self._specs
+
+    @property
+    def offered(self) -> frozenset[str]:
+        return frozenset(self._offered)
 
     def _progress_reporter(self, step: int, position: int) -> Callable[[str, float | None], None]:
         loop = asyncio.get_running_loop()
@@ -136,6 +146,8 @@ class ChatToolBox:
             progress=self._progress_reporter(step, position),
             chat_id=self.chat_id,
             approve=functools.partial(self.on_approval, step, position) if self.on_approval else None,
+            offered=self._offered,
+            offered_in="given to this agent" if self.lane else "selected for this chat",
         )
         content = execution.model_content(int(settings.TESSERA["TOOL_RESULT_MODEL_LIMIT"]))
         data: dict[str, Any] = {

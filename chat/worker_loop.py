@@ -28,6 +28,7 @@ import redis.asyncio as aioredis
 from channels.db import database_sync_to_async
 from django.conf import settings
 
+from chat.agent import loops
 from chat.agent.loop import CancelToken
 from core import redis_pipe
 
@@ -125,6 +126,8 @@ class TurnWatch:
 class WorkerLoop:
     def __init__(self, *, io_threads: int, library_threads: int = 0, use_uvloop: bool = False) -> None:
         self.loop = _new_loop(use_uvloop)
+        # The providers' HTTP sessions are shared by every turn of this loop; stop() closes them.
+        loops.keep_sessions(self.loop)
         # Database calls and sync tools run in the loop's default executor: sized for many turns
         # at once (the stdlib default is cores + 4).
         self.loop.set_default_executor(
@@ -213,16 +216,22 @@ class WorkerLoop:
             await close_all()
             if self._redis is not None:
                 await self._redis.aclose()
-            # The fast path's HTTP session lives on this loop too (if a turn ever used it).
+            # The providers' HTTP sessions live on this loop too: the fast path's, and those of
+            # the clients LiteLLM keeps (one per provider, key and loop). Left open, they would
+            # be finalized at interpreter exit, each with an "Unclosed client session" error.
             fast_path = sys.modules.get("chat.agent.openai_stream")
             if fast_path is not None:
                 await fast_path.close_sessions()
+            litellm = sys.modules.get("litellm")
+            if litellm is not None:
+                await litellm.close_litellm_async_clients()
             redis_pipe.close()
 
         try:
             self.submit(close()).result(timeout=5)
         except Exception:  # best effort at shutdown
-            log.warning("Closing the worker loop's Redis client failed", exc_info=True)
+            log.warning("Closing the worker loop's clients failed", exc_info=True)
+        loops.forget(self.loop)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(timeout=5)
 

@@ -2,7 +2,7 @@ import os
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
-from core.asgi import get_application
+from core.asgi import BodyLimit, get_application
 
 # Django must be set up before anything imports models (the consumers do). Its middleware chain
 # runs in one hop to the sync thread per request (core/asgi.py).
@@ -10,13 +10,15 @@ django_asgi_app = get_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from chat.routing import websocket_urlpatterns  # noqa: E402
+from core.origins import SameOriginValidator  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
-        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        # Every body is capped before Django buffers it (core/asgi.py).
+        "http": BodyLimit(django_asgi_app),
+        # A socket only from the page's own origin: scheme, host and port (core/origins.py).
+        "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )

@@ -16,9 +16,20 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
 
+def runs_turns(app: Celery) -> bool:
+    """Whether this worker may be handed turns: any worker but one that consumes only the files
+    queue (that one gets no turn loop, no reaper, no heartbeat telling /readyz a turn worker is
+    there). A worker on a queue of its own (`-Q doomed` in the tests) runs turns sent there."""
+    from django.conf import settings
+
+    return set(app.amqp.queues.consume_from) != {settings.FILES_QUEUE}
+
+
 @worker_ready.connect
 def _start_turn_loop(**_: object) -> None:
     """Starts the process's turn loop and warms LiteLLM up in it, before the first turn arrives."""
+    if not runs_turns(app):
+        return
     from chat import demo, reaper, worker_loop
     from chat.agent.llm import warm_up
 
@@ -59,12 +70,14 @@ def _drain(how: str = "", **_: object) -> None:
 
     from chat import worker_loop
 
-    if how == "Warm":
+    if how == "Warm" and runs_turns(app):
         worker_loop.get().drain(float(settings.WORKER_SHUTDOWN_GRACE_S))
 
 
 @worker_shutdown.connect
 def _stop_turn_loop(**_: object) -> None:
+    if not runs_turns(app):
+        return
     from chat import worker_loop
 
     worker_loop.shutdown()

@@ -6,13 +6,16 @@ from __future__ import annotations
 import sys
 
 
-def worker_command(*, concurrency: int | str, hostname: str) -> list[str]:
+def worker_command(*, concurrency: int | str, hostname: str, queues: tuple[str, ...] = ()) -> list[str]:
+    """A Celery worker. Without `queues` it consumes every queue (turns and file reading); the
+    names select some (config/settings.py, CELERY_TASK_QUEUES)."""
     # Threads, not prefork: a turn mostly waits on the provider, so one process carries many.
-    return [
+    command = [
         sys.executable, "-m", "celery", "-A", "config", "worker",
         "--pool", "threads", "--concurrency", str(concurrency), "--loglevel", "INFO",
         "--without-gossip", "--without-mingle", "--hostname", hostname,
     ]  # fmt: skip
+    return [*command, "--queues", ",".join(queues)] if queues else command
 
 
 def web_command(*, host: str, port: int | str) -> list[str]:

@@ -9,11 +9,15 @@ from __future__ import annotations
 import ipaddress
 import os
 import secrets
+from datetime import timedelta
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
+
+from core import redact as _redact
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("TESSERA_VAR_DIR", BASE_DIR / "var"))
@@ -103,6 +107,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "axes",
     "django_htmx",
     "channels",
     "chat",
@@ -119,6 +124,8 @@ MIDDLEWARE = [
     "core.logs.RequestContextMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # After WhiteNoise: static files never pass through it (they are compressed ahead of time).
+    "core.http.CompressPagesMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -127,6 +134,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last: turns an attempt the sign-in throttle refused into its lockout response.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -142,6 +151,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "django.template.context_processors.csp",
             ],
         },
     },
@@ -240,6 +250,19 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # A turn is far shorter than this; a message unacknowledged for longer belongs to a dead worker
 # and is delivered again, where the turn's idempotency guard marks it interrupted.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 900)}
+# Two queues: turns, and reading uploaded files. Reading is CPU-bound work in child processes:
+# sharing the turns' worker threads, one user's two hundred photos held everyone's answers for
+# minutes (bench/RESULTS.md, fairness). A worker started without -Q consumes both (one worker is
+# enough); `manage.py serve` and the systemd units run a small worker of its own for files.
+TURN_QUEUE, FILES_QUEUE = "celery", "files"
+CELERY_TASK_DEFAULT_QUEUE = TURN_QUEUE
+CELERY_TASK_QUEUES = {TURN_QUEUE: {"routing_key": TURN_QUEUE}, FILES_QUEUE: {"routing_key": FILES_QUEUE}}
+CELERY_TASK_ROUTES = {"files.read_attachment": {"queue": FILES_QUEUE}}
+# How many files one files worker reads at once, and how many of them one user's files may take
+# (the others wait their turn at the back of the queue), and how many uploads a user makes a minute.
+FILES_WORKER_CONCURRENCY = env_int("TESSERA_FILES_WORKER_CONCURRENCY", 3)
+FILE_READS_PER_USER = env_int("TESSERA_FILE_READS_PER_USER", 2)
+UPLOADS_PER_MINUTE = env_int("TESSERA_UPLOADS_PER_MINUTE", 60)
 
 # --- Auth ---------------------------------------------------------------------------------------
 LOGIN_URL = "login"
@@ -251,24 +274,76 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
 
+# --- Request bodies (core.asgi.BodyLimit) -------------------------------------------------------
+# Bodies are capped as they arrive, before Django buffers them: uploads to the files endpoint
+# by TESSERA_MAX_UPLOAD_MB (an admin's "largest file" above it has no effect), everything else
+# by TESSERA_MAX_BODY_MB. A reverse proxy in front should set the same (deploy/nginx.conf).
+MAX_REQUEST_BODY_BYTES = env_int("TESSERA_MAX_BODY_MB", 10) * 1024 * 1024
+MAX_UPLOAD_BODY_BYTES = env_int("TESSERA_MAX_UPLOAD_MB", 100) * 1024 * 1024
+UPLOAD_PATHS = frozenset({"/files/"})
+
+# --- Sign-in throttling (django-axes; chat/accounts/throttle.py) ------------------------------
+AUTHENTICATION_BACKENDS = [
+    # First: refuses a locked-out account or address before any password or token is checked.
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+    "toolsets.auth.ApiTokenBackend",
+]
+# Failed attempts (a wrong password or token) per account and per client address within the
+# cool-off; one more is refused, whatever the password, until the oldest failure is that old.
+AXES_FAILURE_LIMIT = env_int("TESSERA_SIGNIN_FAILURES", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("TESSERA_SIGNIN_LOCKOUT_MINUTES", 15))
+AXES_USE_ATTEMPT_EXPIRATION = True
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_PARAMETERS = "chat.accounts.throttle.lockout_parameters"
+AXES_LOCKOUT_CALLABLE = "chat.accounts.throttle.locked_out"
+AXES_CLIENT_IP_CALLABLE = "core.http.client_address"
+AXES_VERBOSE = False
+# Axes keeps a failed attempt's form data for the admin: never a password or a form token.
+AXES_SENSITIVE_PARAMETERS = [
+    "username",
+    "ip_address",
+    "password1",
+    "password2",
+    "old_password",
+    "new_password1",
+    "new_password2",
+    "csrfmiddlewaretoken",
+]
+# Axes's own log of every successful sign-in would be one more row per sign-in; failures and
+# lockouts are what an admin needs (Admin → Axes).
+AXES_DISABLE_ACCESS_LOG = True
+
 if env_bool("TESSERA_FAST_PASSWORD_HASHER", False):
     # Tests only: a deliberately weak hasher so creating users does not dominate test time.
     PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 # --- Static files -----------------------------------------------------------------------------
 STATIC_URL = "static/"
-STATIC_ROOT = BASE_DIR / "staticfiles"
-# WhiteNoise serves from the finders (no collectstatic needed for `make run`) but expects the
-# folder to exist.
-STATIC_ROOT.mkdir(exist_ok=True)
-# htmx comes from the npm registry (package-lock.json); its dist folders are served as-is.
-STATICFILES_DIRS = [
-    BASE_DIR / "static",
-    ("vendor/htmx", BASE_DIR / "node_modules" / "htmx.org" / "dist"),
-    ("vendor/htmx-ext-ws", BASE_DIR / "node_modules" / "htmx-ext-ws" / "dist"),
-]
-WHITENOISE_USE_FINDERS = True
-WHITENOISE_AUTOREFRESH = DEBUG
+STATIC_ROOT = Path(env_str("STATIC_ROOT") or BASE_DIR / "staticfiles")
+# What the browser loads, minified by `npm run build` (frontend/build.mjs) from static/ and the
+# npm packages (htmx, from package-lock.json).
+STATIC_BUILD_DIR = BASE_DIR / "build" / "static"
+if DEBUG:
+    # Development: the sources as they are, found where they lie and re-read when they change;
+    # no build, no collectstatic.
+    STATICFILES_DIRS: list[object] = [
+        BASE_DIR / "static",
+        ("vendor/htmx", BASE_DIR / "node_modules" / "htmx.org" / "dist"),
+        ("vendor/htmx-ext-ws", BASE_DIR / "node_modules" / "htmx-ext-ws" / "dist"),
+    ]
+    _static_storage = "django.contrib.staticfiles.storage.StaticFilesStorage"
+    WHITENOISE_USE_FINDERS = True
+    WHITENOISE_AUTOREFRESH = True
+    # WhiteNoise expects the folder to exist even when it serves from the finders.
+    STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+else:
+    # Everywhere else (`make run` included): what `make static` (the build, then collectstatic)
+    # put in STATIC_ROOT. Pages name each file by a hash of its content, so WhiteNoise serves
+    # those names with a year-long `immutable` cache lifetime, gzip- or Brotli-compressed as the
+    # browser accepts; a new version is a new name.
+    STATICFILES_DIRS = [STATIC_BUILD_DIR]
+    _static_storage = "whitenoise.storage.CompressedManifestStaticFilesStorage"
 
 # --- Attached files -----------------------------------------------------------------------------
 # Uploaded files go through the "files" storage: a folder under the data directory, or an
@@ -297,7 +372,7 @@ else:
     }
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    "staticfiles": {"BACKEND": _static_storage},
     "files": _files_storage,
 }
 
@@ -314,11 +389,12 @@ _HTTPS = any(origin.startswith("https://") for origin in CSRF_TRUSTED_ORIGINS)
 SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", _HTTPS)
 CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", _HTTPS)
 X_FRAME_OPTIONS = "DENY"
-# A second wall behind sanitising: even if markup slipped through, no inline or foreign script
-# runs and nothing loads from elsewhere (model output must not exfiltrate through images).
+# A second wall behind sanitising: even if markup slipped through, no foreign script runs, no
+# inline one but the page's own (which carries the response's nonce), and nothing loads from
+# elsewhere (model output must not exfiltrate through images).
 SECURE_CSP = {
     "default-src": [CSP.SELF],
-    "script-src": [CSP.SELF],
+    "script-src": [CSP.SELF, CSP.NONCE],
     "style-src": [CSP.SELF, CSP.UNSAFE_INLINE],
     "img-src": [CSP.SELF, "data:"],
     "connect-src": [CSP.SELF],
@@ -393,5 +469,20 @@ LOGGING = {
         "LiteLLM": {"level": "WARNING"},
         "httpx": {"level": "WARNING"},
         "daphne": {"level": "WARNING"},
+        # One line per failed sign-in at INFO; lockouts are warnings.
+        "axes": {"level": "WARNING"},
     },
 }
+
+# Every credential in these settings is removed from error texts and tool results
+# (core/redact.py), whatever its variable is called and wherever it came from: the generated
+# SECRET_KEY lives in a file, not the environment.
+_redact.register(
+    SECRET_KEY,
+    FIELD_ENCRYPTION_KEY,
+    METRICS_TOKEN,
+    env_str("TESSERA_FILES_S3_ACCESS_KEY_ID"),
+    env_str("TESSERA_FILES_S3_SECRET_ACCESS_KEY"),
+    str(DATABASES["default"].get("PASSWORD") or ""),
+    urlsplit(REDIS_URL).password,
+)

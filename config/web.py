@@ -139,7 +139,8 @@ class WebCommand(CommandLineInterface):  # type: ignore[misc]
 
 
 if __name__ == "__main__":
-    from config import tcp
+    from config import bodies, tcp
 
     tcp.install()  # connections write at once (config/tcp.py)
+    bodies.install()  # bodies over their limit are refused as they arrive (config/bodies.py)
     WebCommand.entrypoint()

@@ -13,6 +13,7 @@ a client that disconnects) is Django's ASGI handler as it is.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -39,3 +40,82 @@ def get_application() -> SyncChainASGIHandler:
 
     django.setup(set_prefix=False)
     return SyncChainASGIHandler()
+
+
+class BodyLimit:
+    """Caps every HTTP request body before Django buffers it.
+
+    Django's ASGI handler reads a whole body into a spooled temporary file (memory, then disk)
+    before any view or size check runs, however large it is and whether or not it declared a
+    length (a chunked upload declares none). Here a declared length over the path's limit is
+    answered 413 at once, unread; an undeclared one is counted as it arrives and cut off at the
+    limit (Django then sees a client that went away and answers nothing; this answers 413)."""
+
+    def __init__(self, app: Any, limit_for: Any = None) -> None:
+        self.app = app
+        self.limit_for = limit_for or body_limit
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        limit = self.limit_for(scope["path"])
+        declared = _content_length(scope)
+        if declared is not None and declared > limit:
+            await _too_large(send, limit)
+            return
+        received = 0
+        over = started = False
+
+        async def bounded_receive() -> dict[str, Any]:
+            nonlocal received, over
+            message: dict[str, Any] = await receive()
+            if message["type"] == "http.request" and not over:
+                received += len(message.get("body", b""))
+                if received > limit:
+                    over = True
+                    return {"type": "http.disconnect"}
+            return message
+
+        async def watched_send(message: dict[str, Any]) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        await self.app(scope, bounded_receive, watched_send)
+        if over and not started:
+            await _too_large(send, limit)
+
+
+def body_limit(path: str) -> int:
+    from django.conf import settings
+
+    upload = path in settings.UPLOAD_PATHS
+    return int(settings.MAX_UPLOAD_BODY_BYTES if upload else settings.MAX_REQUEST_BODY_BYTES)
+
+
+def _content_length(scope: dict[str, Any]) -> int | None:
+    for name, value in scope.get("headers") or []:
+        if name.lower() == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None
+
+
+async def _too_large(send: Any, limit: int) -> None:
+    body = json.dumps({"error": f"The request body is larger than {limit // (1024 * 1024)} MB."}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 413,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"connection", b"close"),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})

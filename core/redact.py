@@ -23,7 +23,9 @@ REDACTED = "[redacted]"
 # Shorter values would match ordinary words; no real credential is this short.
 MIN_SECRET_LENGTH = 8
 # Environment variables that hold credentials by their names' convention.
-_SECRET_ENV = re.compile(r"(?:^|_)(?:API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?)(?:$|_)", re.IGNORECASE)
+_SECRET_ENV = re.compile(
+    r"(?:^|_)(?:API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?|ACCESS_KEY(?:_ID)?)(?:$|_)|_KEY$", re.IGNORECASE
+)
 _URL_ENV = re.compile(r"_URL$")
 # Shapes that are credentials whoever owns them (bearer headers, well-known key prefixes): caught
 # even when the process never registered the value.
@@ -58,10 +60,40 @@ def _compiled() -> re.Pattern[str] | None:
     global _pattern
     with _lock:
         if _pattern is None and _secrets:
-            # Longest first: a secret that contains another is removed whole.
-            ordered = sorted(_secrets, key=len, reverse=True)
-            _pattern = re.compile("|".join(re.escape(s) for s in ordered))
+            _pattern = re.compile(_trie(_secrets))
         return _pattern
+
+
+def _trie(values: set[str]) -> str:
+    """One pattern for many literals, as a prefix tree: at each position the regex engine follows
+    one branch instead of trying every secret in turn (a deployment holds hundreds of them, and
+    tool results are redacted too: 2 000 secrets over 100 kB take ~15 ms this way, ~1 s as a
+    flat alternation). Optional tails are greedy, so a secret that contains another is removed
+    whole."""
+    root: dict[str, Any] = {}
+    for value in values:
+        node = root
+        for char in value:
+            node = node.setdefault(char, {})
+        node[""] = {}
+
+    def build(node: dict[str, Any]) -> str:
+        branches = []
+        for char, child in sorted(node.items()):
+            if not char:
+                continue
+            # A run of single children is one literal: nesting stays as deep as the branching.
+            run = char
+            while len(child) == 1 and "" not in child:
+                ((char, child),) = child.items()
+                run += char
+            branches.append(re.escape(run) + build(child))
+        if not branches:
+            return ""
+        body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+        return f"(?:{body})?" if "" in node else body
+
+    return build(root)
 
 
 def redact(text: Any) -> str:
@@ -71,18 +103,34 @@ def redact(text: Any) -> str:
     text = text if isinstance(text, str) else str(text)
     if not text:
         return text
+    return _PATTERNS.sub(REDACTED, _redact_known(text))
+
+
+def _redact_known(text: str) -> str:
     pattern = _compiled()
-    if pattern is not None:
-        text = pattern.sub(REDACTED, text)
-    return _PATTERNS.sub(REDACTED, text)
+    return pattern.sub(REDACTED, text) if pattern is not None else text
+
+
+# Binary content in JSON (an MCP image's `data`, a resource's `blob`) is base64: a credential's
+# *shape* turns up in a megabyte of it by chance (one pattern in ~50 images), so only the values
+# this process knows are removed from it, never a shape.
+_BINARY_KEYS = frozenset({"data", "blob"})
+_BASE64 = re.compile(r"[A-Za-z0-9+/=\s]{64,}")
 
 
 def redact_data(value: Any) -> Any:
-    """`redact` applied to every string inside JSON-like data (dicts, lists)."""
+    """`redact` applied to every string inside JSON-like data (dicts, lists): keys and values."""
     if isinstance(value, str):
         return redact(value)
     if isinstance(value, dict):
-        return {key: redact_data(item) for key, item in value.items()}
+        return {
+            redact(key) if isinstance(key, str) else key: (
+                _redact_known(item)
+                if key in _BINARY_KEYS and isinstance(item, str) and _BASE64.fullmatch(item)
+                else redact_data(item)
+            )
+            for key, item in value.items()
+        }
     if isinstance(value, list | tuple):
         return [redact_data(item) for item in value]
     return value

@@ -29,6 +29,16 @@ def redis_server() -> Iterator[str]:
 
 
 @pytest.fixture(scope="session", autouse=True)
+def static_files() -> None:
+    """Pages name their stylesheet and scripts through the manifest of the built static files,
+    as in production: built once, and again only when their sources change (`make test` has
+    done it already)."""
+    from django.core.management import call_command
+
+    call_command("buildstatic")
+
+
+@pytest.fixture(scope="session", autouse=True)
 def demo_provider() -> None:
     """The offline demo model, registered as a worker process registers it at start-up."""
     from chat import demo
@@ -49,6 +59,8 @@ def _clean_redis(redis_server: str) -> None:
         *client.scan_iter("tessera:cache:*"),
         # Tool policy: circuit breakers, cached results, approvals.
         *client.scan_iter("tessera:policy:*"),
+        # Files being read, per user.
+        *client.scan_iter("tessera:files:*"),
     ]
     if keys:
         client.delete(*keys)
@@ -142,7 +154,8 @@ def stack(django_db_setup: Any, django_db_blocker: Any, redis_server: str) -> It
         **os.environ,
         "DATABASE_URL": database_url,
         "REDIS_URL": redis_server,
-        "DEBUG": "true",
+        # As deployed: the built static files (minified, hashed), no debug pages.
+        "DEBUG": "false",
         "PYTHONUNBUFFERED": "1",
     }
     logs = Path(settings.VAR_DIR) / "logs"

@@ -7,11 +7,12 @@ import os
 import socket
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import httpx
+from celery.utils.nodenames import host_format
 from django.conf import settings
 
 from config import embedded_redis
@@ -58,6 +59,8 @@ class Processes:
         self.redis_url = redis_url or f"unix://{self.redis_socket}"
         self.redis: subprocess.Popen[bytes] | None = None
         self.started: list[subprocess.Popen[bytes]] = []
+        # A worker's name in Celery (for remote control), by the name it was started with.
+        self.nodenames: dict[str, str] = {}
         self.env = {
             **os.environ,
             "DATABASE_URL": database_url(),
@@ -89,13 +92,25 @@ class Processes:
         self.started.append(process)
         return process
 
-    def worker(self, name: str = "worker", **env: str) -> subprocess.Popen[bytes]:
-        return self.spawn(worker_command(concurrency=8, hostname=f"{name}-{free_port()}@%h"), name, **env)
+    def worker(
+        self, name: str = "worker", *, concurrency: int = 8, options: Sequence[str] = (), **env: str
+    ) -> subprocess.Popen[bytes]:
+        """A worker named `name` in Celery (see `nodenames`); `options` are more of Celery's
+        worker options (say, `-Q files` for a worker of one queue)."""
+        self.nodenames[name] = host_format(f"{name}-{free_port()}@%h")
+        return self.spawn(
+            [*worker_command(concurrency=concurrency, hostname=self.nodenames[name]), *options], name, **env
+        )
 
-    def web(self, port: int, name: str = "web", **env: str) -> subprocess.Popen[bytes]:
+    def web(self, port: int, name: str = "web", *, wait: bool = True, **env: str) -> subprocess.Popen[bytes]:
+        """A web process on `port`; with `wait`, once it answers (else see `wait_for_web`)."""
         process = self.spawn(web_command(host="127.0.0.1", port=port), name, **env)
-        wait_until(lambda: _answers(f"http://127.0.0.1:{port}/healthz", process), 60, "the web process did not answer")
+        if wait:
+            self.wait_for_web(port, process)
         return process
+
+    def wait_for_web(self, port: int, process: subprocess.Popen[bytes]) -> None:
+        wait_until(lambda: _answers(f"http://127.0.0.1:{port}/healthz", process), 60, "the web process did not answer")
 
     def close(self) -> None:
         for process in self.started:

@@ -25,6 +25,7 @@ from django.views.decorators.http import require_POST
 from core import strictjson
 
 from . import executor
+from .auth import token_from
 from .base import qualified_name
 from .models import ApiToken
 from .registry import get_toolset
@@ -48,10 +49,8 @@ def _error(status: int, tool_call_id: str | None, type_: str, message: str, **ex
 
 def _authenticate(request: HttpRequest) -> tuple[Any, bool, HttpResponse | None]:
     """(the user, whether the caller may approve Ask tools, an error response)."""
-    header = request.headers.get("Authorization", "")
-    if header:
-        scheme, _, token = header.partition(" ")
-        record = ApiToken.authenticate(token.strip()) if scheme.lower() == "bearer" else None
+    if request.headers.get("Authorization", ""):
+        record = token_from(request)
         if record is None:
             return None, False, _error(401, None, "permission_denied", "Invalid or revoked API token.")
         ApiToken.objects.filter(pk=record.pk).update(last_used_at=timezone.now())

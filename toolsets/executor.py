@@ -17,7 +17,7 @@ import functools
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -26,7 +26,8 @@ import jsonschema
 from channels.db import database_sync_to_async
 from django.utils import timezone
 
-from core import metrics
+from core import crypto, metrics
+from core.redact import redact, redact_data
 
 from .availability import Availability
 from .base import Tool, ToolContext, ToolFailure, Toolset
@@ -107,19 +108,28 @@ async def execute(
     chat_id: int | None = None,
     approve: approvals.Approver | None = None,
     pre_approved: bool = False,
+    offered: Collection[str] | None = None,
+    offered_in: str = "offered here",
 ) -> Execution:
     """Runs one call. `approve` is asked about "ask" tools (None: they fail with
-    permission_denied, unless `pre_approved` — the API's explicit approval)."""
+    permission_denied, unless `pre_approved` — the API's explicit approval).
+
+    `offered`: the names the model was offered in this request (a chat's selection, a subagent's
+    own tools). A call naming anything else is refused and recorded, whatever the model was told
+    to call by a fetched page, a file or another tool's result; None means every tool (the API)."""
     found = resolve(name)
     toolset, tool_ = found if found else (None, None)
+    not_offered = offered is not None and name not in offered
     arguments, parse_error = _parse(raw_arguments)
     execution = Execution(tool_call_id, toolset, tool_, arguments)
     toolset_id, tool_name = (toolset.id, tool_.name) if toolset and tool_ else _split_for_record(name)
-    details = validation_errors(tool_, arguments) if tool_ is not None and not parse_error else []
+    details = validation_errors(tool_, arguments) if tool_ is not None and not parse_error and not not_offered else []
     record, gate = await _open(
         user_id=user_id,
-        toolset=toolset,
-        tool=tool_,
+        # A call that was not offered is not looked at further: no policy, rate limit, cache or
+        # breaker of a tool this conversation does not use is touched.
+        toolset=None if not_offered else toolset,
+        tool=None if not_offered else tool_,
         chat_id=chat_id,
         arguments=arguments,
         valid=not parse_error and not details,
@@ -148,6 +158,11 @@ async def execute(
     attempts = 0
     if tool_ is None:
         execution.error = ToolError("unknown_tool", f"There is no tool named {name!r}.")
+    elif not_offered and toolset is not None:
+        execution.error = ToolError(
+            "permission_denied",
+            f"{toolset.label}: {tool_.display_name} is not among the tools {offered_in}, so it was not run.",
+        )
     elif gate.error is not None:
         execution.error = gate.error
     elif parse_error:
@@ -157,7 +172,8 @@ async def execute(
             "validation_error", "The arguments do not match the tool's schema.", details=details
         )
     elif gate.hit is not None:
-        execution.result, execution.cached_at = gate.hit.result, gate.hit.at
+        # Stored redacted; a secret registered since then goes too.
+        execution.result, execution.cached_at = await _redacted(gate.hit.result), gate.hit.at
     try:
         if execution.error is None and execution.cached_at is None and tool_ is not None and toolset is not None:
             if gate.needs_approval:
@@ -169,9 +185,12 @@ async def execute(
                     gate.probes, execution.error = await gates.claim_breaker(gate.scopes, tool_)
                     started = time.monotonic()
             if execution.error is None:
-                attempts, execution.result, execution.error = await _run(
+                attempts, result, execution.error = await _run(
                     tool_, user_id, turn_id, chat_id, gate, context, progress
                 )
+                # Secrets never leave in a result: not to the card, the model, the database,
+                # the cache or a log (a server echoing its environment, a page quoting a key).
+                execution.result = await _redacted(result)
     except BaseException:
         # Stop while waiting or running: a probe that never reported frees its lease at once.
         if gate.probes:
@@ -212,7 +231,12 @@ async def _run(
         settings=dict(available.settings) if available else {},
     )
     if progress is not None:
-        ctx.progress = progress
+        report = progress
+
+        def redacted_progress(text: str, percent: float | None = None) -> None:
+            report(redact(text), percent)
+
+        ctx.progress = redacted_progress
     attempts = 0
     while True:
         attempts += 1
@@ -303,10 +327,21 @@ def _split_for_record(name: str) -> tuple[str, str]:
     return "", name[:100]
 
 
+async def _redacted(result: Any) -> Any:
+    if result is None or isinstance(result, bool | int | float):
+        return result
+    if isinstance(result, str) and len(result) < 2_000:
+        return redact(result)
+    # A large result takes a few milliseconds to scan: off the loop that streams every turn.
+    return await asyncio.to_thread(redact_data, result)
+
+
 @functools.partial(database_sync_to_async, thread_sensitive=False)
 def _open(*, fields: dict[str, Any], **checks: Any) -> tuple[ToolExecution, gates.Gate]:
     """Records the call and decides whether it may run (`gates.decide(**checks)`: availability,
     rate limit, policy, cache, circuit breaker) in one thread hop."""
+    # Every stored secret is known here before a result can carry one (a cheap check, most calls).
+    crypto.register_stored_secrets()
     gate = gates.decide(**checks)
     fields["policy"] = gate.policy
     return ToolExecution.objects.create(**fields), gate

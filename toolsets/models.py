@@ -7,6 +7,9 @@ from typing import Any
 from django.conf import settings
 from django.core.cache import cache
 from django.db import models
+from django.db.models.signals import post_save
+from django.dispatch import receiver
+from django.utils import timezone
 
 from core.crypto import EncryptedTextField
 
@@ -149,6 +152,10 @@ class ApiToken(models.Model):
         return record, token
 
     @classmethod
+    def revoke_all(cls, user_id: int) -> int:
+        return cls.objects.filter(user_id=user_id, revoked_at=None).update(revoked_at=timezone.now())
+
+    @classmethod
     def authenticate(cls, token: str) -> ApiToken | None:
         if not token.startswith(cls.PREFIX):
             return None
@@ -156,6 +163,16 @@ class ApiToken(models.Model):
         if record is None or not record.user.is_active:
             return None
         return record
+
+
+@receiver(post_save, sender=settings.AUTH_USER_MODEL)
+def _revoke_tokens_on_password_change(instance: Any, created: bool, **_: Any) -> None:
+    """A new password revokes the user's API tokens, however it was set (the account page, the
+    admin, `changepassword`, a reset): whoever changes a password because it leaked expects
+    nothing that password could have made to keep working. `set_password` leaves the new
+    password in `_password` until the save is done."""
+    if not created and getattr(instance, "_password", None) is not None:
+        ApiToken.revoke_all(instance.pk)
 
 
 def ensure_configs() -> None:

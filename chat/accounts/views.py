@@ -2,9 +2,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from axes.handlers.proxy import AxesProxyHandler
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.signals import user_login_failed
 from django.contrib.auth.views import LoginView, PasswordChangeDoneView, PasswordChangeView
 from django.db import IntegrityError, transaction
 from django.http import HttpRequest, HttpResponse
@@ -13,12 +15,14 @@ from django.urls import reverse_lazy
 from django.views.decorators.http import require_http_methods
 
 from core.http import AuthedRequest
+from toolsets.models import ApiToken
 
-from . import ratelimit
+from . import ratelimit, throttle
 from .forms import NameForm, SignupForm
 from .models import AccountSettings
 
 SIGNUPS_PER_HOUR = 10
+REVOKED_KEY = "tokens_revoked_by_password_change"
 
 
 @require_http_methods(["GET", "POST"])
@@ -29,11 +33,21 @@ def signup(request: HttpRequest) -> HttpResponse:
         return redirect("chat:home")
     form = SignupForm(request.POST or None)
     if request.method == "POST":
-        # Counted before validation: a script guessing through usernames is slowed down too.
+        # The sign-in throttle covers sign-up too: an address or a username locked out for
+        # failed attempts cannot sign up, and a refused sign-up (a taken username, a weak
+        # password) counts as a failed attempt, so probing for usernames is slowed down.
+        credentials = {"username": str(request.POST.get("username", ""))[:150]}
+        if not AxesProxyHandler.is_allowed(request, credentials):
+            return throttle.locked_out(request)
+        # Counted before validation: new accounts from one address are capped per hour.
         if not ratelimit.allow("signup", ratelimit.client_address(request), SIGNUPS_PER_HOUR):
             form.add_error(None, "Too many sign-up attempts from your address. Try again in an hour.")
             return render(request, "accounts/signup.html", {"form": form}, status=429)
-        if form.is_valid():
+        if not form.is_valid():
+            user_login_failed.send(sender=__name__, credentials=credentials, request=request)
+            if getattr(request, "axes_locked_out", False):
+                return throttle.locked_out(request)
+        else:
             try:
                 with transaction.atomic():
                     user = form.save()
@@ -68,9 +82,19 @@ class PasswordChange(PasswordChangeView):
     def get_form_kwargs(self) -> dict[str, Any]:
         return {**super().get_form_kwargs(), "label_suffix": ""}
 
+    def form_valid(self, form: Any) -> HttpResponse:
+        # Saving the new password revokes the tokens (toolsets.models); the next page says how many.
+        active = ApiToken.objects.filter(user_id=form.user.pk, revoked_at=None).count()
+        response = super().form_valid(form)
+        self.request.session[REVOKED_KEY] = active
+        return response
+
 
 class PasswordChangeDone(PasswordChangeDoneView):
     template_name = "accounts/password_change_done.html"
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        return {**super().get_context_data(**kwargs), "revoked": self.request.session.pop(REVOKED_KEY, 0)}
 
 
 class Login(LoginView):

@@ -4,7 +4,7 @@ LiteLLM still decides everything about the provider: which provider a model stri
 API base and key (from the model's config or the environment LiteLLM reads), the parameters it
 takes and how the request body and headers are built (`get_llm_provider`, the provider's chat
 config, `get_optional_params`). Only the response is read here: one pooled HTTP session (aiohttp) per
-event loop, a minimal SSE line parser and orjson, handing each chunk on as the dict it parsed to. No
+worker, a minimal SSE line parser and orjson, handing each chunk on as the dict it parsed to. No
 per-chunk objects and no end-of-stream rebuild: LiteLLM's wrapper costs the worker ~4× the CPU
 per chunk (bench/RESULTS.md).
 
@@ -21,7 +21,6 @@ import contextlib
 import functools
 import logging
 import os
-import weakref
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -30,6 +29,7 @@ import aiohttp
 import litellm
 import orjson
 
+from . import loops
 from .provider_errors import error_from_event, error_from_response, error_from_transport
 
 if TYPE_CHECKING:
@@ -146,26 +146,34 @@ def _body(route: Route, kwargs: dict[str, Any]) -> tuple[bytes, dict[str, str]]:
     return orjson.dumps(body), {str(k): str(v) for k, v in extra_headers.items()}
 
 
-# One HTTP session per event loop: its connection pool belongs to the loop it was made in. A
-# worker has one loop for all its turns, so one session and one pool per worker process.
+# One HTTP session per worker: its loop runs every turn of the process, so one connection pool
+# serves them all, and the worker closes it when it stops. In any other loop a request has a
+# session of its own, closed with its response (loops.py says why).
 # aiohttp rather than httpx: reading the same SSE stream costs ~4× less CPU per chunk with
 # aiohttp's C HTTP parser and native asyncio protocol than through httpx, httpcore and anyio
 # (bench/micro.py: raw_aiohttp against raw_sse); LiteLLM already depends on it.
-_sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, aiohttp.ClientSession] = weakref.WeakKeyDictionary()
+_pooled: dict[asyncio.AbstractEventLoop, aiohttp.ClientSession] = {}
 
 
-def session() -> aiohttp.ClientSession:
+def _new_session() -> aiohttp.ClientSession:
+    return aiohttp.ClientSession(
+        # Every turn of the process may stream at once: no wait for a free connection.
+        connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=60),
+        # Proxies from the environment, as LiteLLM's clients honour them.
+        trust_env=True,
+    )
+
+
+def session() -> tuple[aiohttp.ClientSession, bool]:
+    """The session for a request in the running loop, and whether it is the request's own (to
+    be closed with its response)."""
     loop = asyncio.get_running_loop()
-    found = _sessions.get(loop)
+    if not loops.keeps_sessions(loop):
+        return _new_session(), True
+    found = _pooled.get(loop)
     if found is None or found.closed:
-        found = aiohttp.ClientSession(
-            # Every turn of the process may stream at once: no wait for a free connection.
-            connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=60),
-            # Proxies from the environment, as LiteLLM's clients honour them.
-            trust_env=True,
-        )
-        _sessions[loop] = found
-    return found
+        found = _pooled[loop] = _new_session()
+    return found, False
 
 
 async def open_stream(
@@ -183,11 +191,16 @@ async def open_stream(
     # for the response, then on each wait for more of the stream (`_ReadDeadline`, not aiohttp's
     # sock_read, which re-arms a timer on every chunk).
     timeout = aiohttp.ClientTimeout(total=None, connect=seconds, sock_read=None)
+    http, own = session()
     try:
         async with asyncio.timeout(seconds):
-            response = await session().post(route.url, data=body, headers=headers, timeout=timeout)
-    except (aiohttp.ClientError, OSError, TimeoutError) as exc:
-        raise error_from_transport(exc, route.provider, route.model, route.label) from exc
+            response = await http.post(route.url, data=body, headers=headers, timeout=timeout)
+    except BaseException as exc:
+        if own:
+            await http.close()
+        if isinstance(exc, aiohttp.ClientError | OSError | TimeoutError):
+            raise error_from_transport(exc, route.provider, route.model, route.label) from exc
+        raise
     if response.status != 200:
         try:
             text = (await response.read()).decode("utf-8", "replace")
@@ -195,10 +208,12 @@ async def open_stream(
             text = ""
         finally:
             response.release()
+            if own:
+                await http.close()
         raise error_from_response(
             response.status, text, response.headers, route.provider, route.model, route.label, route.api_key
         )
-    return response, _chunks(response, route, seconds)
+    return response, _chunks(response, route, seconds, http if own else None)
 
 
 DEFAULT_TIMEOUT_S = 120.0
@@ -252,11 +267,16 @@ def _events(pending: bytes, received: bytes, data: list[bytes]) -> tuple[list[by
 
 
 async def _chunks(
-    response: aiohttp.ClientResponse, route: Route, seconds: float = DEFAULT_TIMEOUT_S
+    response: aiohttp.ClientResponse,
+    route: Route,
+    seconds: float = DEFAULT_TIMEOUT_S,
+    own: aiohttp.ClientSession | None = None,
 ) -> AsyncIterator[dict[str, Any]]:
     """The stream's `data:` payloads, parsed. A minimal SSE reader: events are separated by a
     blank line, `data:` lines of one event are joined with a newline (no OpenAI-compatible
-    server sends more than one), other fields and comments are skipped, `[DONE]` ends it."""
+    server sends more than one), other fields and comments are skipped, `[DONE]` ends it.
+    `own`: the request's own session, closed when the stream ends (or is dropped: an unfinished
+    generator is closed by its loop, at the latest when the loop shuts down)."""
     loads = orjson.loads
     pending = b""
     data: list[bytes] = []
@@ -304,10 +324,12 @@ async def _chunks(
         else:
             # Stop (the task is cancelled) or an error: the connection is closed at once.
             response.close()
+        if own is not None:
+            await own.close()
 
 
 async def close_sessions() -> None:
-    """Closes this loop's session (a worker's shutdown)."""
-    found = _sessions.pop(asyncio.get_running_loop(), None)
+    """Closes the running loop's pooled session (a worker's shutdown)."""
+    found = _pooled.pop(asyncio.get_running_loop(), None)
     if found is not None:
         await found.close()

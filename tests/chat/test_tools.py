@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 import pytest
+from asgiref.sync import sync_to_async
 
 from chat.agent.types import ToolCall
 from chat.models import Chat, Turn
@@ -80,6 +81,12 @@ def turn_id(user: Any) -> int:
     return Turn.objects.create(chat=chat, status=Turn.Status.RUNNING).pk
 
 
+async def prepared(**kwargs: Any) -> ChatToolBox:
+    box = ChatToolBox(**kwargs)
+    await sync_to_async(box.prepare)()
+    return box
+
+
 def offered(box: ChatToolBox) -> list[str]:
     return [spec["function"]["name"] for spec in box.specs()]
 
@@ -136,7 +143,7 @@ def test_nothing_selected_means_nothing_offered_or_skipped(user: Any) -> None:
 
 
 async def test_a_call_is_recorded_at_the_place_the_loop_gives_it(user: Any, turn_id: int) -> None:
-    box = ChatToolBox(user_id=user.pk, turn_id=turn_id, selection={"maths": ["add"]})
+    box = await prepared(user_id=user.pk, turn_id=turn_id, selection={"maths": ["add"]})
     # The provider's id is the same for both calls (some servers send "call_0" every time).
     first = await box.run(ToolCall("call_0", "toolset__maths__add", '{"a": 2}'), 3, 1)
     second = await box.run(ToolCall("call_0", "toolset__maths__add", '{"a": 5, "b": 5}'), 4, 0)
@@ -152,7 +159,7 @@ async def test_a_call_is_recorded_at_the_place_the_loop_gives_it(user: Any, turn
 
 
 async def test_a_failing_tool_is_an_error_result(user: Any, turn_id: int) -> None:
-    box = ChatToolBox(user_id=user.pk, turn_id=turn_id, selection={"maths": ["explode"]})
+    box = await prepared(user_id=user.pk, turn_id=turn_id, selection={"maths": ["explode"]})
 
     result = await box.run(ToolCall("c", "toolset__maths__explode", "{}"), 0, 0)
 
@@ -162,7 +169,7 @@ async def test_a_failing_tool_is_an_error_result(user: Any, turn_id: int) -> Non
 
 
 async def test_arguments_the_model_sent_are_validated_as_sent(user: Any, turn_id: int) -> None:
-    box = ChatToolBox(user_id=user.pk, turn_id=turn_id, selection={"maths": ["add"]})
+    box = await prepared(user_id=user.pk, turn_id=turn_id, selection={"maths": ["add"]})
 
     result = await box.run(ToolCall("c", "toolset__maths__add", '{"a": 1,'), 0, 0)
 
@@ -174,7 +181,7 @@ async def test_arguments_the_model_sent_are_validated_as_sent(user: Any, turn_id
 
 async def test_a_long_provider_id_is_cut_for_the_record_only(user: Any, turn_id: int) -> None:
     long_id = "call_" + "s" * 500  # Gemini's ids carry a signature
-    box = ChatToolBox(user_id=user.pk, turn_id=turn_id, selection={"maths": ["add"]})
+    box = await prepared(user_id=user.pk, turn_id=turn_id, selection={"maths": ["add"]})
 
     result = await box.run(ToolCall(long_id, "toolset__maths__add", '{"a": 1}'), 0, 0)
 
@@ -189,7 +196,7 @@ async def test_progress_goes_to_the_callback_with_the_calls_place(user: Any, tur
     async def on_progress(step: int, position: int, text: str, percent: float | None) -> None:
         reports.append((step, position, text, percent))
 
-    box = ChatToolBox(
+    box = await prepared(
         user_id=user.pk,
         turn_id=turn_id,
         selection={"maths": ["crunch"]},
@@ -207,7 +214,7 @@ async def test_progress_goes_to_the_callback_with_the_calls_place(user: Any, tur
 
 
 async def test_progress_without_a_callback_is_dropped(user: Any, turn_id: int) -> None:
-    box = ChatToolBox(user_id=user.pk, turn_id=turn_id, selection={"maths": ["crunch"]})
+    box = await prepared(user_id=user.pk, turn_id=turn_id, selection={"maths": ["crunch"]})
 
     result = await box.run(ToolCall("c", "toolset__maths__crunch", "{}"), 0, 0)
 
@@ -231,7 +238,7 @@ async def test_a_tool_learns_its_turn_and_chat_from_the_toolbox(user: Any, turn_
     """Tools that work on "this chat" (the Files toolset) get the chat from the chat side,
     never by looking up the turn themselves."""
     turn = await Turn.objects.aget(pk=turn_id)
-    box = ChatToolBox(user_id=user.pk, turn_id=turn_id, chat_id=turn.chat_id, selection={"maths": ["where"]})
+    box = await prepared(user_id=user.pk, turn_id=turn_id, chat_id=turn.chat_id, selection={"maths": ["where"]})
 
     result = await box.run(ToolCall("call_w", "toolset__maths__where", "{}"), 0, 0)
 
@@ -256,3 +263,39 @@ def test_toolsets_and_agents_share_one_availability_check(user: Any, monkeypatch
     assert calls == [user.pk]
     assert "toolset__maths__add" in offered(box)
     assert "general" in {agent.id for agent in box.agents.values()}
+
+
+async def test_only_offered_tools_run(user: Any, turn_id: int) -> None:
+    """A call naming a tool that was not offered (selected but of another toolset, never selected,
+    an agent not chosen, or made up) is refused and recorded; the tool never runs."""
+    box = await prepared(user_id=user.pk, turn_id=turn_id, selection={"maths": ["add"], "unpicked": []})
+
+    unselected = await box.run(ToolCall("c1", "toolset__maths__halve", '{"n": 4}'), 0, 0)
+    other = await box.run(ToolCall("c2", "toolset__unpicked__add", '{"a": 1}'), 0, 1)
+    agent = await box.run(ToolCall("c3", "delegate_to_general", '{"task": "x"}'), 0, 2)
+    made_up = await box.run(ToolCall("c4", "toolset__maths__nope", "{}"), 0, 3)
+
+    assert [r.data["error_type"] for r in (unselected, other, agent, made_up)] == [
+        "permission_denied",
+        "permission_denied",
+        "unknown_tool",
+        "unknown_tool",
+    ]
+    assert unselected.content == (
+        "Error (permission_denied): Maths: Halve is not among the tools selected for this chat, so it was not run."
+    )
+    records = [r async for r in ToolExecution.objects.filter(turn_id=turn_id).order_by("position")]
+    assert [(r.toolset, r.tool, r.status, r.result) for r in records] == [
+        ("maths", "halve", "error", None),
+        ("unpicked", "add", "error", None),
+        ("", "delegate_to_general", "error", None),
+        ("maths", "nope", "error", None),
+    ]
+
+
+async def test_a_subagents_toolbox_says_whose_tools_they_are(user: Any, turn_id: int) -> None:
+    box = await prepared(user_id=user.pk, turn_id=turn_id, selection={"maths": ["add"]}, lane="0-0")
+
+    result = await box.run(ToolCall("c", "toolset__maths__halve", '{"n": 4}'), 0, 0)
+
+    assert "not among the tools given to this agent" in result.content

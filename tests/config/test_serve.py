@@ -4,12 +4,13 @@ when one of its processes dies, without losing what the embedded Redis held."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +65,10 @@ def _answers(url: str) -> bool:
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], str, Path, Path]]:
+    yield from _serve(tmp_path)
+
+
+def _serve(tmp_path: Path, **popen: Any) -> Generator[tuple[subprocess.Popen[bytes], str, Path, Path]]:
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL", "DEBUG")}
     env.update(TESSERA_VAR_DIR=str(tmp_path), PYTHONUNBUFFERED="1")
     subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
@@ -77,6 +82,7 @@ def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], str, Path,
         env=env,
         stdout=open(log, "wb"),  # noqa: SIM115 - the child process owns it
         stderr=subprocess.STDOUT,
+        **popen,
     )
     try:
         url = f"http://127.0.0.1:{port}"
@@ -94,15 +100,29 @@ def test_serve_restarts_dead_processes_and_keeps_redis_data(served: Any) -> None
     # Debug pages are off unless asked for: a 404 shows no URL list, no settings.
     missing = httpx.get(url + "/no-such-page/")
     assert missing.status_code == 404 and "URLconf" not in missing.text and "DEBUG" not in missing.text
-    # Static files are still served.
+    # Static files are served: the built ones, named by their content and cached for a year.
     assert httpx.get(url + "/static/js/chat.js").status_code == 200
+    page = httpx.get(url + "/login/").text
+    stylesheet = re.search(r'href="(/static/css/tessera\.[0-9a-f]{12}\.css)"', page)
+    assert stylesheet, "the page does not link the built stylesheet"
+    cached = httpx.get(url + stylesheet[1], headers={"Accept-Encoding": "gzip"})
+    assert cached.headers["Content-Encoding"] == "gzip" and "immutable" in cached.headers["Cache-Control"]
+
+    # Two workers: turns, and reading uploaded files on a queue of their own.
+    files_worker = _child(process.pid, "--queues files")
+    assert "--concurrency 3" in _children(process.pid)[files_worker]
 
     # A killed worker is started again; the web process and Redis stay up meanwhile.
-    worker = _child(process.pid, "celery")
+    worker = _child(process.pid, "--queues celery")
     os.kill(worker, signal.SIGKILL)
     _wait(lambda: "The worker exited (signal 9); restarting it" in log.read_text(), 15, "the restart notice")
     assert _answers(url + "/login/")
-    _wait(lambda: any("celery" in c for p, c in _children(process.pid).items() if p != worker), 30, "a new worker")
+    _wait(
+        lambda: any("--queues celery" in c for p, c in _children(process.pid).items() if p != worker),
+        30,
+        "a new worker",
+    )
+    assert _child(process.pid, "--queues files") == files_worker  # untouched
 
     # A killed web process too.
     web = _child(process.pid, "config.web")
@@ -133,3 +153,30 @@ def test_serve_restarts_dead_processes_and_keeps_redis_data(served: Any) -> None
     assert process.wait(timeout=40) == 0
     for child in children:
         assert not Path(f"/proc/{child}").exists() or "zombie" in Path(f"/proc/{child}/status").read_text()
+
+
+@pytest.mark.parametrize("when", ["starting", "ready"])
+def test_ctrl_c_stops_everything_without_a_traceback(tmp_path: Path, when: str) -> None:
+    """Ctrl-C in `make run`'s terminal (SIGINT to the terminal's process group), while the web
+    process and the worker are still starting up, or once they are ready."""
+    serving = _serve(tmp_path, start_new_session=True)
+    process, url, log, _ = next(serving)
+    try:
+        if when == "ready":
+            _wait(lambda: httpx.get(url + "/readyz", timeout=2).status_code == 200, 90, "the worker to be ready")
+        else:
+            # A web process started afresh is still importing Django and the app (seconds) when
+            # the signal comes.
+            os.kill(_child(process.pid, "config.web"), signal.SIGKILL)
+            _wait(lambda: "Restarting the web process." in log.read_text(), 15, "the restart")
+        children = _children(process.pid)
+        os.killpg(process.pid, signal.SIGINT)
+        assert process.wait(timeout=60) == 0
+        for child in children:
+            assert not Path(f"/proc/{child}").exists() or "zombie" in Path(f"/proc/{child}/status").read_text()
+    finally:
+        serving.close()
+    output = log.read_text(errors="replace")
+    if when == "ready":
+        assert "Warm shutdown" in output  # the worker did stop gracefully
+    assert "Traceback" not in output and "Exception ignored" not in output, output[-3000:]

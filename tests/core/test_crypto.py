@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -93,3 +94,74 @@ def test_mask_shows_only_the_last_four_characters() -> None:
 def test_mask_hides_short_keys_entirely() -> None:
     assert mask("abcd1234") == "••••"
     assert mask("") == ""
+
+
+def _store_behind_the_processs_back(table: str, column: str, pk: int, plaintext: str) -> None:
+    """As another process would: the ciphertext lands in the database, this process never
+    held the value."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {table} SET {column} = %s WHERE id = %s", [encrypt(plaintext), pk])
+
+
+@pytest.mark.django_db
+def test_every_stored_secret_is_registered_before_results_are_redacted() -> None:
+    from django.contrib.auth import get_user_model
+
+    from core import crypto, redact
+    from toolsets.mcp.models import MCPServer, OAuthGrant
+
+    user = get_user_model().objects.create_user("owner")
+    server = MCPServer.objects.create(name="S", slug="s", url="https://mcp.example.com/mcp")
+    grant = OAuthGrant.objects.create(user=user, server=server)
+    model = LLMModel.objects.create(name="GPT", model="openai/gpt-4o")
+    key, env, header, access = (
+        "sk-elsewhere-0000111122223333",
+        "env-value-only-a-worker-had",
+        "hdr-token-4444555566667777",
+        "oauth-access-88889999aaaa",
+    )
+    _store_behind_the_processs_back(LLMModel._meta.db_table, "api_key", model.pk, key)
+    _store_behind_the_processs_back(MCPServer._meta.db_table, "env", server.pk, json.dumps({"TOKEN": env}))
+    headers = json.dumps({"Authorization": f"Bearer {header}"})
+    _store_behind_the_processs_back(MCPServer._meta.db_table, "headers", server.pk, headers)
+    tokens = json.dumps({"access_token": access, "token_type": "Bearer", "scope": "read write"})
+    _store_behind_the_processs_back(OAuthGrant._meta.db_table, "tokens", grant.pk, tokens)
+    text = f"{key} {env} {header} {access} Bearer read write"
+    assert redact.redact(text) == text.replace(key, redact.REDACTED)  # only the key's shape is known
+
+    crypto.register_stored_secrets(force=True)
+
+    # Each value of a document counts on its own (a server echoes one variable, or the token
+    # without its scheme); the rest of the document does not.
+    assert redact.redact(text) == " ".join([redact.REDACTED] * 4) + " Bearer read write"
+
+
+@pytest.mark.django_db
+def test_saving_a_secret_tells_every_process_to_load_them_again() -> None:
+    from django.core.cache import cache
+
+    from core import crypto
+
+    before = cache.get(crypto.GENERATION_KEY, 0)
+    LLMModel.objects.create(name="GPT", model="openai/gpt-4o", api_key=SECRET)
+    assert cache.get(crypto.GENERATION_KEY) == before + 1
+
+
+@pytest.mark.django_db
+def test_a_value_another_key_encrypted_does_not_stop_the_others_loading(settings: Any) -> None:
+    from core import crypto, redact
+    from toolsets.mcp.models import MCPServer
+
+    model = LLMModel.objects.create(name="A", model="openai/a")
+    newer = LLMModel.objects.create(name="B", model="openai/b")
+    server = MCPServer.objects.create(name="S", slug="s", url="https://mcp.example.com/mcp")
+    settings.FIELD_ENCRYPTION_KEY = "an old key"
+    _store_behind_the_processs_back(LLMModel._meta.db_table, "api_key", model.pk, "old-key-secret-000111")
+    settings.FIELD_ENCRYPTION_KEY = "the current key"
+    _store_behind_the_processs_back(LLMModel._meta.db_table, "api_key", newer.pk, "current-key-secret-22")
+    env = json.dumps({"A": "current-env-secret-1"})
+    _store_behind_the_processs_back(MCPServer._meta.db_table, "env", server.pk, env)
+
+    crypto.register_stored_secrets(force=True)
+
+    assert redact.redact("current-env-secret-1 current-key-secret-22") == f"{redact.REDACTED} {redact.REDACTED}"

@@ -1,17 +1,20 @@
 """The address a request came from (core/http.py): the connection's, or, behind a trusted
-proxy, the client's as the proxies report it; a client cannot pick its own."""
+proxy, the client's as the proxies report it; a client cannot pick its own. And pages and
+fragments compressed, other responses left as they are."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+from pathlib import Path
+from typing import Any
 
 import pytest
-from django.http import HttpRequest
+from django.http import FileResponse, HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
 from django.test import RequestFactory, override_settings
 
-from core.http import client_address
+from core.http import CompressPagesMiddleware, client_address
 
 
 def request(remote: str, forwarded: str | None = None) -> HttpRequest:
@@ -57,3 +60,32 @@ def test_a_proxy_setting_that_is_not_an_address_stops_the_start() -> None:
     )
     assert found.returncode != 0
     assert "TESSERA_TRUSTED_PROXIES: 'proxy.example' is not an address or a network." in found.stderr
+
+
+def compressed(response: HttpResponseBase, accept: str = "gzip, deflate, br") -> Any:
+    made = RequestFactory().get("/", HTTP_ACCEPT_ENCODING=accept)
+    return CompressPagesMiddleware(lambda request: response)(made)
+
+
+PAGE = "<!doctype html><title>Chat</title>" + "<div class='turn'><p>An answer, again.</p></div>" * 200
+
+
+def test_pages_and_fragments_are_gzipped_for_browsers_that_accept_it() -> None:
+    import gzip
+
+    page = compressed(HttpResponse(PAGE))
+    assert page["Content-Encoding"] == "gzip" and "Accept-Encoding" in page["Vary"]
+    assert gzip.decompress(page.content).decode() == PAGE
+    assert len(page.content) < len(PAGE) / 10
+    assert compressed(JsonResponse({"rows": ["row"] * 100}))["Content-Encoding"] == "gzip"
+    assert not compressed(HttpResponse(PAGE), accept="identity").has_header("Content-Encoding")
+
+
+def test_static_and_stored_files_are_sent_as_they_are(tmp_path: Path) -> None:
+    stored = tmp_path / "report.csv"
+    stored.write_text("a,b\n" * 500)
+    download = compressed(FileResponse(stored.open("rb"), content_type="text/csv"))
+    assert not download.has_header("Content-Encoding")
+    download.close()
+    image = compressed(HttpResponse(b"\x89PNG" + bytes(4000), content_type="image/png"))
+    assert not image.has_header("Content-Encoding")

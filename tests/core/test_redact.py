@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from typing import Any
 
 from core import redact
 
@@ -72,3 +73,55 @@ def test_logging_filter_redacts_message_arguments_and_traceback() -> None:
 
     formatted = logging.Formatter().format(record)
     assert secret not in formatted and "key was" in formatted and "ValueError" in formatted
+
+
+def test_many_secrets_are_removed_longest_first() -> None:
+    values = [f"bulk-secret-{n:05d}-{'x' * (n % 7)}" for n in range(3000)]
+    redact.register(*values, "bulk-secret-00042-", "bulk-secret-00042-xxxxxxx-and-more")
+    text = " | ".join(["bulk-secret-00042-xxxxxxx-and-more", values[2999], "bulk-secret-0004", values[7] + "!"])
+
+    assert redact.redact(text) == f"{redact.REDACTED} | {redact.REDACTED} | bulk-secret-0004 | {redact.REDACTED}!"
+
+
+def test_a_very_long_secret_is_removed() -> None:
+    token = "eyJ" + "a1B2c3D4" * 600  # a JWT-sized credential
+    redact.register(token)
+    assert redact.redact(f"token={token};") == f"token={redact.REDACTED};"
+
+
+def test_binary_data_loses_known_secrets_but_never_a_chance_shape() -> None:
+    known = "QmluYXJ5U2VjcmV0VmFsdWU"
+    redact.register(known)
+    chance = "AIza" + "B" * 40  # looks like a Google key, as random base64 sometimes does
+    blob = "iVBORw0KGgo" * 10 + chance + "A" * 30
+    data = {"type": "image", "data": blob, "text": chance, "blob": "x" * 70 + known}
+
+    cleaned = redact.redact_data(data)
+
+    assert cleaned["data"] == blob  # an image's bytes stay intact
+    assert cleaned["text"] == redact.REDACTED  # the same shape in text is removed
+    assert cleaned["blob"] == "x" * 70 + redact.REDACTED
+
+
+def test_keys_of_json_data_are_redacted_too() -> None:
+    redact.register("key-as-a-name-0001")
+    assert redact.redact_data({"key-as-a-name-0001": 1}) == {redact.REDACTED: 1}
+
+
+def test_settings_secrets_are_registered_wherever_they_came_from(settings: Any) -> None:
+    from django.conf import settings as live
+
+    for value in (live.SECRET_KEY, live.FIELD_ENCRYPTION_KEY):
+        assert value not in redact.redact(f"leaked: {value}")
+
+
+def test_encryption_and_access_keys_in_the_environment_are_registered() -> None:
+    redact.register_environment(
+        {
+            "FIELD_ENCRYPTION_KEY": "field-key-value-0123",
+            "TESSERA_FILES_S3_ACCESS_KEY_ID": "AKIAEXAMPLE0123456",
+            "KEYBOARD_LAYOUT": "us-international",
+        }
+    )
+    cleaned = redact.redact("field-key-value-0123 AKIAEXAMPLE0123456 us-international")
+    assert cleaned == f"{redact.REDACTED} {redact.REDACTED} us-international"

@@ -72,12 +72,13 @@ def test_the_units_run_and_stop_as_written(tmp_path: Path, django_db_setup: Any,
         "TESSERA_VAR_DIR": str(tmp_path / "var"),
         "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "var" / "metrics"),
     }
-    prepare, web_unit, worker_unit = (
+    prepare, web_unit, worker_unit, files_unit = (
         unit("tessera-prepare.service"),
         unit("tessera-web@.service"),
         unit("tessera-worker@.service"),
+        unit("tessera-files@.service"),
     )
-    for service in (prepare, web_unit, worker_unit):
+    for service in (prepare, web_unit, worker_unit, files_unit):
         assert service["WorkingDirectory"] == [INSTALLED]
         assert service["EnvironmentFile"] == ["/etc/tessera/tessera.env"]
     # A leftover metrics file of a process from an earlier start.
@@ -94,11 +95,17 @@ def test_the_units_run_and_stop_as_written(tmp_path: Path, django_db_setup: Any,
         port = free_port()
         (web_line,) = web_unit["ExecStart"]
         (worker_line,) = worker_unit["ExecStart"]
-        # The worker runs as `manage.py serve` and the tests run it (config/processes.py).
+        (files_line,) = files_unit["ExecStart"]
+        # The workers run as `manage.py serve` runs them (config/processes.py): one for turns,
+        # one for reading files.
         args = command(worker_line, env, "1")
-        assert args[:8] == worker_command(concurrency=1, hostname="x")[:8]
+        files_args = command(files_line, env, "1")
+        assert args[:8] == worker_command(concurrency=1, hostname="x")[:8] and args[-2:] == ["--queues", "celery"]
+        expected = worker_command(concurrency=env["TESSERA_FILES_WORKER_CONCURRENCY"], hostname="x", queues=("files",))
+        assert files_args[:-4] == expected[:-4] and files_args[-2:] == ["--queues", "files"]
         web = own.spawn(command(web_line, env, str(port)), "web", **env)
         worker = own.spawn(args, "worker", **env)
+        files = own.spawn(files_args, "files", **env)
         base = f"http://127.0.0.1:{port}"
         # The example's host name, as a balancer would send it.
         headers = {"Host": env["ALLOWED_HOSTS"].split(",")[0]}
@@ -117,7 +124,18 @@ def test_the_units_run_and_stop_as_written(tmp_path: Path, django_db_setup: Any,
         # Each process stops on its unit's signal, within its unit's timeout.
         grace = float(env["TESSERA_WORKER_SHUTDOWN_GRACE_S"])
         assert float(worker_unit["TimeoutStopSec"][0]) >= grace + HARD_STOP_S + 5
-        for process, service in ((web, web_unit), (worker, worker_unit)):
+        broker = own.broker()
+
+        def both_workers() -> dict[str, list[str]] | None:
+            replies = broker.control.inspect(timeout=1).active_queues() or {}
+            found = {name.split("@")[0]: sorted(q["name"] for q in queues) for name, queues in replies.items()}
+            return found if len(found) == 2 else None
+
+        assert wait_until(both_workers, 90, "both workers did not answer") == {
+            "tessera-1": ["celery"],
+            "tessera-files-1": ["files"],
+        }
+        for process, service in ((web, web_unit), (worker, worker_unit), (files, files_unit)):
             started = time.monotonic()
             process.send_signal(getattr(signal, service["KillSignal"][0]))
             assert process.wait(timeout=float(service["TimeoutStopSec"][0])) == 0

@@ -162,3 +162,63 @@ def test_account_pages_on_a_phone(browser: Browser, stack: Any, e2e_user: Any) -
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
     shot(page, "password-change-phone", full_page=True)
     context.close()
+
+
+def _lockout_passes() -> None:
+    """What the cool-off does when its time is up: the failures expire (axes's own expiry)."""
+    from datetime import timedelta
+
+    from axes.models import AccessAttempt, AccessAttemptExpiration
+    from django.conf import settings
+    from django.utils import timezone
+
+    past = timezone.now() - settings.AXES_COOLOFF_TIME - timedelta(seconds=1)
+    AccessAttempt.objects.update(attempt_time=past)
+    AccessAttemptExpiration.objects.update(expires_at=past)
+
+
+def _fail_until_locked(page: Page, path: str, username: str) -> None:
+    from django.conf import settings
+
+    for attempt in range(1, settings.AXES_FAILURE_LIMIT + 2):
+        page.goto(page.base_url + path)  # type: ignore[attr-defined]
+        page.fill("#id_username", username)
+        page.fill("#id_password", f"wrong guess {attempt}")
+        page.click("[type=submit]")
+        if attempt < settings.AXES_FAILURE_LIMIT:
+            expect(page.get_by_test_id("locked-out")).to_have_count(0)
+    locked = page.get_by_test_id("locked-out")
+    expect(locked).to_contain_text("Too many failed sign-in attempts for this account or from your address")
+    expect(locked).to_contain_text("Try again in 15 minutes.")
+
+
+def test_sign_in_is_throttled_on_the_sign_in_page_and_the_admin(
+    browser: Browser, stack: Any, e2e_user: Any, admin_user: Any
+) -> None:
+    with browser_page(
+        browser, stack.url, signed_in=False, bypass_csp=True, allow_console=("Failed to load resource",)
+    ) as page:
+        check = Checker(page, full_page=True)
+        _fail_until_locked(page, "/login/", "ada")
+        # The right password is refused too while the lockout lasts.
+        page.fill("#id_password", PASSWORD)
+        page.click("button[type=submit]")
+        expect(page.get_by_test_id("locked-out")).to_be_visible()
+        expect(page.locator("#id_username")).to_have_value("ada")
+        check("sign-in-locked-out")
+
+        _lockout_passes()
+        login(page, stack.url)
+        page.get_by_role("button", name="Sign out").click()
+        page.wait_for_url("**/login/")
+
+        _fail_until_locked(page, "/admin/login/", "admin")
+        check("admin-sign-in-locked-out")
+        page.get_by_role("link", name="Back to sign in").click()
+        page.wait_for_url("**/admin/login/")
+        _lockout_passes()
+        page.fill("#id_username", "admin")
+        page.fill("#id_password", "password")
+        page.click("[type=submit]")
+        page.wait_for_url(lambda url: "/admin/login/" not in url)
+        check.assert_clean()

@@ -9,13 +9,25 @@ import unicodedata
 from typing import Any
 
 from django.core.files.uploadedfile import UploadedFile
+from django.core.files.uploadhandler import FileUploadHandler, StopUpload
 from django.db import transaction
 from django.db.models import Sum
 
 from .detect import HEAD_BYTES, Refused, detect
 from .models import Attachment, FileLimits
 
-__all__ = ["Refused", "TooLarge", "accept", "carry", "check_declared_size", "claim", "clean_name", "link", "size_label"]
+__all__ = [
+    "Refused",
+    "SizeLimit",
+    "TooLarge",
+    "accept",
+    "carry",
+    "check_declared_size",
+    "claim",
+    "clean_name",
+    "link",
+    "size_label",
+]
 
 MAX_NAME = 200
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f/\\]")
@@ -51,6 +63,30 @@ def check_declared_size(content_length: Any, limits: FileLimits) -> None:
         return
     if length > limits.max_file_bytes + 64 * 1024:
         raise TooLarge(f"The file is larger than {limits.max_file_mb} MB, the most Tessera accepts for one file.")
+
+
+class SizeLimit(FileUploadHandler):
+    """Counts an upload's bytes as the multipart parser hands them over, before the next handler
+    writes them anywhere, and stops the parse once the file is over the limit."""
+
+    def __init__(self, limit: int, request: Any = None) -> None:
+        super().__init__(request)
+        self.limit = limit
+        self.exceeded = False
+        self.name = ""
+
+    def new_file(self, *args: Any, **kwargs: Any) -> None:
+        super().new_file(*args, **kwargs)
+        self.name = clean_name(self.file_name or "")
+
+    def receive_data_chunk(self, raw_data: bytes, start: int) -> bytes:
+        if start + len(raw_data) > self.limit:
+            self.exceeded = True
+            raise StopUpload(connection_reset=True)
+        return raw_data
+
+    def file_complete(self, file_size: int) -> None:
+        return None  # the next handler makes the file
 
 
 def accept(user_id: int, upload: UploadedFile, limits: FileLimits) -> Attachment:

@@ -99,6 +99,9 @@ class Attachment(models.Model):
     content_type = models.CharField(max_length=100)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
     error = models.CharField(max_length=500, blank=True)
+    # Readings started: a reading whose worker died (its child's memory took the host down, say)
+    # is redelivered, and the second one that does not finish either is the last.
+    read_attempts = models.PositiveSmallIntegerField(default=0, editable=False)
     text = models.TextField(blank=True)
     # Where each page starts in `text` (PDF); one entry for other documents.
     page_starts = models.JSONField(default=list, blank=True)

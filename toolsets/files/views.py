@@ -5,13 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, HttpResponse, HttpResponseBase, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_POST
 
 from core.http import AuthedRequest
+from toolsets import ratelimit
 
 from . import attach
 from .detect import DOCX_TYPE, Refused
@@ -63,13 +66,36 @@ def _refused(message: str, status: int = 400) -> JsonResponse:
     return JsonResponse({"error": message}, status=status)
 
 
+@csrf_exempt  # checked below, once the size check is in place: the CSRF check parses the body
 @login_required
 @require_POST
 def upload(request: AuthedRequest) -> HttpResponse:
     limits = FileLimits.load()
+    # Before the body is parsed: a refused upload costs the web process nothing more. (A request
+    # from another site carries no session cookie here: SameSite keeps it from counting.)
+    if not ratelimit.allow(request.user.pk, "files.upload", settings.UPLOADS_PER_MINUTE):
+        per_minute = settings.UPLOADS_PER_MINUTE
+        return _refused(
+            f"You uploaded {per_minute} files in the last minute, the most Tessera takes; try again in a minute.", 429
+        )
+    if not request.META.get("CONTENT_LENGTH"):
+        # Django parses no multipart body without a length (a chunked upload would arrive empty).
+        return _refused("An upload must say how large it is (a Content-Length header).", 411)
+    # The file is counted while the body is parsed, before it is written anywhere; an unsized or
+    # chunked body was already capped as it arrived (core.asgi.BodyLimit).
+    size_limit = attach.SizeLimit(limits.max_file_bytes, request)
+    request.upload_handlers.insert(0, size_limit)
+    return _upload(request, limits, size_limit)
+
+
+@csrf_protect
+def _upload(request: AuthedRequest, limits: FileLimits, size_limit: attach.SizeLimit) -> HttpResponse:
     try:
         attach.check_declared_size(request.META.get("CONTENT_LENGTH"), limits)
         uploads = request.FILES.getlist("file")
+        if size_limit.exceeded:
+            mb = limits.max_file_mb
+            raise attach.TooLarge(f"“{size_limit.name}” is larger than {mb} MB; a file can be at most {mb} MB.")
         if len(uploads) != 1:
             return _refused("Send one file per upload, in the field “file”.")
         attachment = attach.accept(request.user.pk, uploads[0], limits)

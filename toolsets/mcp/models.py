@@ -15,7 +15,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 
-from core.crypto import EncryptedTextField
+from core.crypto import EncryptedTextField, header_values, json_keys, json_values
 
 SLUG_PATTERN = r"^[a-z0-9]+(?:[-_][a-z0-9]+)*$"
 SLUG_MAX = 20
@@ -47,8 +47,8 @@ class MCPServer(models.Model):
     )
     args = models.JSONField("arguments", default=list, blank=True, help_text='For stdio, e.g. ["-m", "my_server"].')
     # JSON objects, encrypted as a whole: header values and environment variables are credentials.
-    env = EncryptedTextField("environment", blank=True, default="")
-    headers = EncryptedTextField("request headers", blank=True, default="")
+    env = EncryptedTextField("environment", blank=True, default="", secret_parts=json_values)
+    headers = EncryptedTextField("request headers", blank=True, default="", secret_parts=header_values)
     credential = models.CharField(max_length=20, choices=Credential.choices, default=Credential.NONE)
     credential_header = models.CharField(
         max_length=100, default="Authorization", help_text="The header a user's token goes in."
@@ -119,8 +119,10 @@ class OAuthGrant(models.Model):
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="mcp_grants")
     server = models.ForeignKey(MCPServer, on_delete=models.CASCADE, related_name="grants")
-    client_info = EncryptedTextField(blank=True, default="")
-    tokens = EncryptedTextField(blank=True, default="")
+    client_info = EncryptedTextField(blank=True, default="", secret_parts=json_keys("client_secret"))
+    tokens = EncryptedTextField(
+        blank=True, default="", secret_parts=json_keys("access_token", "refresh_token", "id_token")
+    )
     # When the access token stops working (epoch seconds), so a worker refreshes it in time.
     expires_at = models.FloatField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)

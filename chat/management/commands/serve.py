@@ -1,10 +1,12 @@
-"""`manage.py serve`: Daphne and a Celery worker, plus the embedded Redis when REDIS_URL is unset.
+"""`manage.py serve`: Daphne, a Celery worker for turns and a small one for reading uploaded
+files (its own queue: one user's uploads never hold anyone's answers), plus the embedded Redis
+when REDIS_URL is unset.
 
 This process supervises them: a process that dies (a crash, an OOM kill, someone's `kill -9`)
 is started again after a short backoff, and the others keep running, so a dead worker costs the
 turns it was running and nothing else (the reaper in the new worker closes those as
-interrupted). Ctrl-C or SIGTERM stops the web and worker processes first and Redis last; the
-worker is given its grace period (WORKER_SHUTDOWN_GRACE_S) to finish its turns.
+interrupted). Ctrl-C, SIGTERM or a closed terminal stops the web and worker processes first and
+Redis last; the worker is given its grace period (WORKER_SHUTDOWN_GRACE_S) to finish its turns.
 
 The host's metrics directory is emptied at start: the processes it starts write there afresh.
 """
@@ -106,8 +108,11 @@ class Command(BaseCommand):
             nonlocal stopping
             stopping = True
 
+        # The processes below get none of these from the terminal (each is a process group of its
+        # own): this process stops them in order, and a closed terminal (SIGHUP) stops them too.
         signal.signal(signal.SIGINT, shutdown)
         signal.signal(signal.SIGTERM, shutdown)
+        signal.signal(signal.SIGHUP, shutdown)
 
         processes: list[Supervised] = []
         redis: Supervised | None = None
@@ -117,10 +122,16 @@ class Command(BaseCommand):
             self.stdout.write(f"Embedded Redis on {settings.EMBEDDED_REDIS_SOCKET}")
         if not options["no_worker"]:
             hostname = f"tessera@%h-{os.getpid()}"
-            command = worker_command(concurrency=options["concurrency"], hostname=hostname)
-            processes.append(Supervised("worker", lambda: subprocess.Popen(command, env=env), log=self.say))
+            turns = worker_command(concurrency=options["concurrency"], hostname=hostname, queues=(settings.TURN_QUEUE,))
+            processes.append(Supervised("worker", lambda: _spawn(turns, env), log=self.say))
+            files = worker_command(
+                concurrency=settings.FILES_WORKER_CONCURRENCY,
+                hostname=f"tessera-files@%h-{os.getpid()}",
+                queues=(settings.FILES_QUEUE,),
+            )
+            processes.append(Supervised("files worker", lambda: _spawn(files, env), log=self.say))
         web = web_command(host=options["host"], port=options["port"])
-        processes.append(Supervised("web process", lambda: subprocess.Popen(web, env=env), log=self.say))
+        processes.append(Supervised("web process", lambda: _spawn(web, env), log=self.say))
         try:
             for process in processes:
                 process.launch()
@@ -139,6 +150,13 @@ class Command(BaseCommand):
                 process.wait(timeout=float(settings.WORKER_SHUTDOWN_GRACE_S) + 20)
             if redis is not None and redis.process is not None:
                 embedded_redis.stop(redis.process)
+
+
+def _spawn(command: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+    # A process group of its own (as the embedded Redis has), so Ctrl-C in the terminal reaches
+    # only this process, which stops the others with SIGTERM. Signalled by the terminal itself, a
+    # web process still starting up died with a KeyboardInterrupt traceback.
+    return subprocess.Popen(command, env=env, process_group=0)
 
 
 def _start_redis() -> subprocess.Popen[bytes] | None:

@@ -12,7 +12,7 @@ from typing import Any
 import litellm
 import pytest
 
-from chat.agent import openai_stream
+from chat.agent import loops, openai_stream
 from chat.agent.exceptions import ProviderError
 from chat.agent.llm import LiteLLMModel, ModelConfig
 from chat.agent.provider_errors import describe_error, retry_after_seconds
@@ -252,15 +252,49 @@ async def test_stop_closes_the_http_stream_at_once() -> None:
     tcp.close()
 
 
-async def test_one_pooled_session_per_loop(server: ReplayServer) -> None:
-    assert openai_stream.session() is openai_stream.session()
+async def test_one_pooled_session_in_a_long_lived_loop(server: ReplayServer) -> None:
+    loop = asyncio.get_running_loop()
+    loops.keep_sessions(loop)  # what the worker's loop does
+    try:
+        pooled, own = openai_stream.session()
+        assert not own and openai_stream.session() == (pooled, False)
+        server.play(answer("one"))
+        await collect(model(server))
+        server.play(answer("two"))
+        await collect(model(server))
+        idle = pooled.connector._conns  # type: ignore[union-attr]
+        assert sum(len(c) for c in idle.values()) == 1  # the second request reused the first one's connection
+        await openai_stream.close_sessions()
+        assert pooled.closed
+    finally:
+        loops.forget(loop)
+    assert not loops.keeps_sessions(loop)
+
+
+async def test_a_request_in_any_other_loop_closes_its_own_session(
+    server: ReplayServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made: list[Any] = []
+    new_session = openai_stream._new_session
+
+    def tracked() -> Any:
+        made.append(new_session())
+        return made[-1]
+
+    monkeypatch.setattr(openai_stream, "_new_session", tracked)
     server.play(answer("one"))
     await collect(model(server))
-    server.play(answer("two"))
-    await collect(model(server))
-    idle = openai_stream.session().connector._conns  # type: ignore[union-attr]
-    assert sum(len(c) for c in idle.values()) == 1  # the second request reused the first one's connection
-    await openai_stream.close_sessions()
+    server.play(Reply(status=500, error={"error": {"message": "boom"}}))
+    with pytest.raises(ProviderError):
+        await collect(model(server))
+    # A stream dropped half-read (its generator closed, as its loop does at the latest when it ends).
+    server.play(answer("three"))
+    route = model(server).route
+    assert route is not None
+    _, chunks = await openai_stream.open_stream(route, {"model": "openai/replay", "messages": USER})
+    await anext(chunks)
+    await chunks.aclose()  # type: ignore[attr-defined]
+    assert len(made) == 3 and all(session.closed for session in made)
 
 
 # --- errors: the same kinds and messages as LiteLLM's own client ------------------------------

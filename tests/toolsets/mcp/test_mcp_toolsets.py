@@ -197,7 +197,8 @@ async def test_per_user_credentials_go_to_the_server_as_each_users_header(
     )
     assert "whoami" in {t["name"] for t in server.tools}, server.refresh_message
     mine = await execute(name("whoami", "h1"), {}, user_id=user.pk, tool_call_id="c1", pre_approved=True)
-    assert mine.ok and mine.result["content"][0]["text"] == "tok-alice"
+    # The server took alice's token (it refuses any other) and echoed it: the echo is redacted.
+    assert mine.ok and mine.result["content"][0]["text"] == "[redacted]"
     # The other user has no token yet: not usable, and said why.
     theirs = (await sync_to_async(availability.for_user)(other_user.pk))["mcp_h1"]
     assert theirs.reason == availability.NO_API_KEY

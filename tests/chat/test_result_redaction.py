@@ -1,0 +1,97 @@
+"""Through the real worker: a tool result that carries a secret Tessera holds never shows it.
+
+An MCP server (built with the SDK, started by the worker over stdio) returns its whole
+environment, which holds a credential the admin configured for it. The value must not reach the
+provider, the page, the database, Redis or the worker's log; the rest of the result does.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from django.test import Client
+from django.urls import reverse
+
+from chat.models import Chat, LLMModel, Message, Turn
+from tests.providers.replay import ReplayServer, Reply
+from tests.providers.shapes import answer, call, calls, finish, role
+from tests.toolsets.mcp.conftest import register
+from toolsets.models import ToolExecution, ToolRule
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+
+ECHO_SERVER = Path(__file__).parents[1] / "toolsets" / "mcp" / "echo_server.py"
+SERVICE_TOKEN = "svc-7Hq2LmX9pR4vT1wZ"
+
+
+@pytest.fixture
+def provider() -> Iterator[ReplayServer]:
+    server = ReplayServer().start()
+    yield server
+    server.stop()
+
+
+def _finished(chat: Chat, timeout: float = 60) -> Turn:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        turn = Turn.objects.filter(chat=chat).latest("id")
+        if not turn.is_active:
+            return turn
+        time.sleep(0.1)
+    raise AssertionError("the worker did not finish the turn")
+
+
+def test_a_servers_environment_echoed_by_its_tool_is_redacted_everywhere(
+    stack: Any, user: Any, provider: ReplayServer, redis_server: str
+) -> None:
+    register(
+        name="Echo",
+        slug="envs",
+        transport="stdio",
+        command=sys.executable,
+        args=[str(ECHO_SERVER)],
+        env=json.dumps({"SERVICE_TOKEN": SERVICE_TOKEN, "SERVICE_REGION": "eu-west-3"}),
+        timeout_s=10,
+    )
+    # The admin lets it run without asking (a server's own hints decide nothing).
+    ToolRule.objects.create(toolset_id="mcp_envs", tool="get_env", policy="auto")
+    model = LLMModel.objects.create(name="Replay", model="openai/replay", api_base=provider.base_url, api_key="x")
+    chat = Chat.objects.create(owner=user, model=model, enabled_tools={"mcp_envs": ["get_env"]})
+    provider.play(
+        Reply([role(), calls(call(0, "call_env", "toolset__mcp_envs__get_env", "{}")), finish("tool_calls")]),
+        answer("Your server has a PATH and a region."),
+    )
+    client = Client()
+    client.force_login(user)
+
+    client.post(reverse("chat:send", args=[chat.pk]), {"content": "Where does the echo server run?"})
+    turn = _finished(chat)
+
+    assert turn.status == Turn.Status.COMPLETED, turn.error
+    record = ToolExecution.objects.get(turn=turn)
+    assert record.status == "success", record.error
+    stored = json.dumps(record.result)
+    # The result is there, and useful; the values the admin configured are gone (every one of
+    # them counts as a credential: Tessera cannot tell a token from a region).
+    assert '\\"PATH\\"' in stored and '\\"SERVICE_REGION\\": \\"[redacted]\\"' in stored
+    assert "eu-west-3" not in stored
+    sent = json.dumps(provider.requests[1].body)
+    assert "SERVICE_REGION" in sent and "[redacted]" in sent
+    places = {
+        "the provider": sent,
+        "the tool record": stored,
+        "the messages": json.dumps(list(Message.objects.filter(chat=chat).values("content", "metadata", "html"))),
+        "the page": client.get(reverse("chat:detail", args=[chat.pk])).content.decode(),
+        "the worker's log": (stack.logs / "worker.log").read_text(errors="replace"),
+    }
+    live = redis.from_url(redis_server)
+    places["Redis"] = " ".join(str(live.get(key)) for key in live.scan_iter("tessera:*") if live.type(key) == b"string")
+    for where, text in places.items():
+        assert SERVICE_TOKEN not in text, f"the configured secret reached {where}"
