@@ -297,7 +297,7 @@ AXES_USE_ATTEMPT_EXPIRATION = True
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_PARAMETERS = "chat.accounts.throttle.lockout_parameters"
 AXES_LOCKOUT_CALLABLE = "chat.accounts.throttle.locked_out"
-AXES_CLIENT_IP_CALLABLE = "core.http.client_address"
+AXES_CLIENT_IP_CALLABLE = "chat.accounts.throttle.client_address"
 AXES_VERBOSE = False
 # Axes keeps a failed attempt's form data for the admin: never a password or a form token.
 AXES_SENSITIVE_PARAMETERS = [

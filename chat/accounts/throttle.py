@@ -63,3 +63,18 @@ def _is_page(request: HttpRequest) -> bool:
         "application/x-www-form-urlencoded",
         "multipart/form-data",
     )
+
+
+def client_address(request: Any) -> str | None:
+    """The address axes records: the client's (`core.http.client_address`), or None when the
+    request has none (a session opened by the test client or a management command). Axes
+    stores it in an address column, which PostgreSQL checks, so a placeholder would fail there."""
+    from ipaddress import ip_address
+
+    from core.http import client_address as address_of
+
+    address = address_of(request)
+    try:
+        return str(ip_address(address))
+    except ValueError:
+        return None

@@ -190,3 +190,23 @@ def test_the_account_page_says_a_password_change_revokes_tokens(user: Any) -> No
     client = _client()
     client.force_login(user)
     assert "your API tokens are revoked" in client.get("/account/").content.decode()
+
+
+def test_a_sign_in_without_a_client_address_is_recorded_without_one(user: Any) -> None:
+    """A session opened with no connection (the test client's force_login, a management
+    command) has no address: axes records none rather than a placeholder, which PostgreSQL's
+    address column refuses."""
+    from axes.models import AccessLog
+
+    from chat.accounts.throttle import client_address
+
+    client = Client()
+    client.force_login(user)
+    assert client.get("/").status_code in (200, 302)
+    assert not AccessLog.objects.exclude(ip_address=None).filter(username=user.username).exists()
+
+    class Bare:
+        META: dict[str, str] = {}
+
+    assert client_address(Bare()) is None
+    assert client_address(type("R", (), {"META": {"REMOTE_ADDR": "198.51.100.4"}})()) == "198.51.100.4"
