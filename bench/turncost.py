@@ -100,7 +100,7 @@ def _run(args: argparse.Namespace, api_base: str) -> dict[str, float]:
 
         directive = f"[bench tag={tag} n={args.tokens} tps={args.tps:g} ttft=0 para=50 tools=0]"
         # The task is run here, not queued: the publish is the web's cost, not the worker's.
-        with mock.patch("chat.tasks.run_turn.delay"), transaction.atomic():
+        with mock.patch("chat.tasks.run_turn.apply_async"), transaction.atomic():
             _, turn = start_turn(chat, directive, parent=branches.last_turn(chat))
         return turn.pk
 

@@ -7,7 +7,9 @@ from django import forms
 from django.contrib import admin
 from django.db import transaction
 from django.http import HttpRequest
+from django.utils.html import format_html
 
+from core import tracing
 from core.secrets_form import SecretFieldsMixin
 
 from .models import AgentDefinition, AppSettings, Chat, LLMModel, Message, TokenUsage, Turn
@@ -61,6 +63,16 @@ class MessageInline(admin.TabularInline):
     show_change_link = True
 
 
+def trace_html(trace_id: str) -> str:
+    """A turn's trace id, linked to the tracing UI when TESSERA_TRACE_URL says where it is."""
+    if not trace_id:
+        return "—"
+    link = tracing.trace_link(trace_id)
+    if not link:
+        return trace_id
+    return format_html('<a href="{}" target="_blank" rel="noopener noreferrer">{}</a>', link, trace_id)
+
+
 @admin.register(Chat)
 class ChatAdmin(admin.ModelAdmin):
     list_display = ["display_title", "owner", "model", "updated_at"]
@@ -74,7 +86,10 @@ class TurnAdmin(admin.ModelAdmin):
     list_display = ["id", "chat", "status", "iterations", "model", "tokens", "created_at", "finished_at"]
     list_filter = ["status"]
     list_select_related = ["chat", "model"]
+    # A trace id pasted from the tracing UI finds its turn.
+    search_fields = ["=trace_id"]
     readonly_fields = [
+        "trace",
         "chat",
         "model",
         "status",
@@ -89,6 +104,10 @@ class TurnAdmin(admin.ModelAdmin):
         "finished_at",
     ]
     inlines = [MessageInline]
+
+    @admin.display(description="trace")
+    def trace(self, obj: Turn) -> str:
+        return trace_html(obj.trace_id)
 
     @admin.display(description="tokens (in / out)")
     def tokens(self, obj: Turn) -> str:
@@ -105,6 +124,11 @@ class MessageAdmin(admin.ModelAdmin):
     list_select_related = ["chat"]
     search_fields = ["content"]
     raw_id_fields = ["chat", "turn"]
+    readonly_fields = ["trace"]
+
+    @admin.display(description="trace")
+    def trace(self, obj: Message) -> str:
+        return trace_html(obj.turn.trace_id if obj.turn is not None else "")
 
     @admin.display(description="content")
     def short(self, obj: Message) -> str:

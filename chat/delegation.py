@@ -17,6 +17,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from chat.agent import spans
 from chat.agent.loop import Agent, CancelToken, Model, Outcome
 from chat.agent.types import ToolCall, ToolResult
 from core.redact import redact
@@ -151,7 +152,15 @@ class Delegator:
         loop = Agent(
             model, toolbox, sink.lane(lane), self.cancel, max_iterations=min(agent.max_iterations, self.chat_limit)
         )
-        outcome = await loop.run(messages)
+        # The run's model and tool calls nest under its own agent span, under the supervisor's.
+        with spans.agent(agent.name, turn_id=sink.turn_id, depth=self.depth + 1):
+            outcome = await loop.run(messages)
+            spans.agent_finished(
+                outcome.status,
+                error_kind=outcome.error_kind or "",
+                prompt_tokens=outcome.usage.prompt_tokens,
+                completion_tokens=outcome.usage.completion_tokens,
+            )
         sink.subagent_usage.add(outcome.usage)
         answers = [m for m in loop.messages if m.get("role") == "assistant" and m.get("content")]
         return outcome, str(answers[-1]["content"]) if answers else ""

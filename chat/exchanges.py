@@ -10,6 +10,7 @@ from django.db.models import Exists, OuterRef
 from django.http import HttpRequest
 from django.template.loader import render_to_string
 
+from core import tracing
 from toolsets.files.templatetags.files import shown_with
 
 from . import branches, presenters
@@ -39,6 +40,8 @@ def start_turn(
     with transaction.atomic(savepoint=False):
         turn = Turn(chat=chat, model=model or chat.model or LLMModel.default(), parent=parent)
         turn.first_of_branch = parent is None
+        # The request's trace, when traces are on: the worker continues it (core/tracing.py).
+        turn.trace_id = tracing.trace_id()
         turn.save()
         message = Message.objects.create(
             chat=chat, turn=turn, role=Message.Role.USER, content=content, metadata=metadata or {}
@@ -46,7 +49,8 @@ def start_turn(
         if not chat.title:
             chat.title = title_from(content)
         chat.save(update_fields=["title", "updated_at"])
-        transaction.on_commit(lambda: run_turn.delay(turn.pk))
+        headers = tracing.task_headers()
+        transaction.on_commit(lambda: run_turn.apply_async((turn.pk,), headers=headers))
     return message, turn
 
 

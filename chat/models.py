@@ -106,6 +106,13 @@ class AppSettings(models.Model):
     max_delegation_depth = models.PositiveSmallIntegerField(
         default=1, help_text="How deep subagents may delegate: 1 lets the assistant delegate, subagents not."
     )
+    trace_content = models.BooleanField(
+        default=False,
+        help_text=(
+            "When traces are exported (OpenTelemetry), include prompts and answers in model-call spans "
+            "(secrets redacted). Off: spans carry counts, models and timings only."
+        ),
+    )
 
     class Meta:
         verbose_name = verbose_name_plural = "app settings"
@@ -174,6 +181,8 @@ class Turn(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     first_token_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # The OpenTelemetry trace the turn belongs to (32 hex digits), when traces are on.
+    trace_id = models.CharField(max_length=32, blank=True, default="")
 
     class Meta:
         ordering = ["id"]

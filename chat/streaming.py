@@ -16,6 +16,7 @@ import logging
 import time
 from typing import Any
 
+from chat.agent import spans
 from chat.agent.loop import Outcome
 from chat.agent.types import AssistantMessage, ToolCall, ToolResult, Usage
 from core import metrics
@@ -377,6 +378,7 @@ class TurnSink:
             "completion_tokens": outcome.usage.completion_tokens + self.subagent_usage.completion_tokens,
         }
         self.live.finish(str(status), error=error, finish_reason=outcome.finish_reason, usage=tokens)
+        spans.agent_finished(str(status), error_kind=error_kind, **tokens)
         await self._checkpoint_done()
         closed = await db(turn_store.finish)(
             self.turn,

@@ -10,6 +10,7 @@ from typing import Any
 
 from django.conf import settings
 
+from chat.agent import spans
 from chat.agent.types import ToolCall, ToolResult
 from toolsets import availability, executor, policy
 from toolsets.base import qualified_name
@@ -18,6 +19,7 @@ from toolsets.sources import SourceBook
 
 from . import agents
 from .agents import AgentSpec
+from .selection import AGENTS
 
 # ToolExecution.tool_call_id's length. Ids can be longer (Gemini's carry a signature); the
 # record only needs one to show, the transcript keeps the whole id.
@@ -129,7 +131,9 @@ class ChatToolBox:
     async def run(self, call: ToolCall, step: int, position: int) -> ToolResult:
         agent = self.agents.get(call.name)
         if agent is not None and self.delegator is not None:
-            result: ToolResult = await self.delegator.run(agent, call, step, position)
+            with spans.delegation_call(call.name, call.id[:TOOL_CALL_ID_LENGTH], AGENTS) as span:
+                result: ToolResult = await self.delegator.run(agent, call, step, position)
+                spans.call_finished(span, error=result.is_error)
             return result
         # The execution is recorded at its place in the turn, which is how its card finds it
         # again after a reload; the provider's id may be shared by several calls.

@@ -15,8 +15,9 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
+from chat.agent import spans
 from chat.agent.loop import Agent, CancelToken, Outcome
-from core import logs, metrics
+from core import logs, metrics, tracing
 from toolsets.files import transcript as files_transcript
 from toolsets.sources import SourceBook
 
@@ -40,15 +41,20 @@ UNEXPECTED_ERROR = "Something went wrong while answering. Your message is saved;
 NO_MODEL_ERROR = "No model is configured. An administrator needs to add one."
 
 
-def run_turn_sync(turn_id: int) -> None:
+def run_turn_sync(turn_id: int, trace_carrier: dict[str, str] | None = None) -> None:
     """Entry point for the Celery task: the pool thread waits while the process's loop runs the
     turn."""
     loop = worker_loop.get()
-    loop.run(run_turn(turn_id, loop.redis(), loop.watch()))
+    loop.run(run_turn(turn_id, loop.redis(), loop.watch(), trace_carrier=trace_carrier))
 
 
-async def run_turn(turn_id: int, redis: Any = None, watch: TurnWatch | None = None) -> None:
-    """Runs one turn; with no Redis client given it makes its own (tests, one-off calls)."""
+async def run_turn(
+    turn_id: int, redis: Any = None, watch: TurnWatch | None = None, trace_carrier: dict[str, str] | None = None
+) -> None:
+    """Runs one turn; with no Redis client given it makes its own (tests, one-off calls).
+    `trace_carrier`: the trace context of the request that sent the message (core/tracing.py);
+    the turn's span continues that trace (attached here, in the loop's own task, because the
+    loop runs in another thread than the Celery task)."""
     own = redis is None
     if own:
         redis = live.async_client()
@@ -58,10 +64,11 @@ async def run_turn(turn_id: int, redis: Any = None, watch: TurnWatch | None = No
         if turn is not None:
             # Every record the turn causes names it (core.logs); the gauge follows it to the end.
             context = logs.turn_context(turn.pk, turn.chat_id, turn.chat.owner_id)
-            with context, metrics.TURNS_IN_FLIGHT.track_inprogress():
+            with context, metrics.TURNS_IN_FLIGHT.track_inprogress(), tracing.continued(trace_carrier):
                 metrics.TURNS_STARTED.inc()
                 log.info("Turn started")
-                await _run_claimed(turn, redis, watch)
+                with spans.agent(spans.SYSTEM_AGENT, turn_id=turn.pk, chat_id=turn.chat_id):
+                    await _run_claimed(turn, redis, watch)
     finally:
         if own:
             await redis.aclose()
@@ -104,7 +111,7 @@ async def _run_claimed(turn: Turn, redis: Any, watch: TurnWatch) -> None:
         async def model_for(agent: AgentSpec) -> Any:
             # An agent may have a model of its own (an admin's choice); else the chat's.
             own = await db(LLMModel.objects.filter(pk=agent.model_id, enabled=True).first)() if agent.model_id else None
-            return _model(own or llm)
+            return _model(own or llm, trace_content=app.trace_content)
 
         sources = SourceBook()
         delegator = None
@@ -132,7 +139,7 @@ async def _run_claimed(turn: Turn, redis: Any, watch: TurnWatch) -> None:
         await db(toolbox.prepare)()
         if toolbox.skipped:
             await sink.notice("skipped", "Not available for this answer: " + ", ".join(toolbox.skipped) + ".")
-        agent = Agent(_model(llm), toolbox, sink, cancel, max_iterations=chat_limit)
+        agent = Agent(_model(llm, trace_content=app.trace_content), toolbox, sink, cancel, max_iterations=chat_limit)
         prompt = {"role": "system", "content": system_prompt(timezone.now(), user_name(chat.owner))}
         outcome = await agent.run([prompt, *messages])
         # Stopped by the worker's shutdown (its grace period ran out), not by the reader.
@@ -145,7 +152,7 @@ async def _run_claimed(turn: Turn, redis: Any, watch: TurnWatch) -> None:
         await redis.delete(live.key(turn.pk, "alive"), live.key(turn.pk, "cancel"))
 
 
-def _model(llm: LLMModel) -> Any:
+def _model(llm: LLMModel, *, trace_content: bool = False) -> Any:
     # Imported here: LiteLLM is heavy, and only worker processes ever call a model.
     from chat.agent.llm import LiteLLMModel, ModelConfig
 
@@ -158,6 +165,7 @@ def _model(llm: LLMModel) -> Any:
             retries=int(settings.TESSERA["PROVIDER_RETRIES"]),
             backoff_s=settings.TESSERA["PROVIDER_BACKOFF_S"],
             fast_path=bool(settings.TESSERA["FAST_PATH"]),
+            trace_content=trace_content,
         )
     )
 

@@ -8,6 +8,11 @@ from core.asgi import BodyLimit, get_application
 # runs in one hop to the sync thread per request (core/asgi.py).
 django_asgi_app = get_application()
 
+from core import tracing  # noqa: E402
+
+# Traces, when an OTLP endpoint is configured (core/tracing.py); nothing otherwise.
+tracing.setup("web")
+
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 

@@ -28,6 +28,10 @@ def runs_turns(app: Celery) -> bool:
 @worker_ready.connect
 def _start_turn_loop(**_: object) -> None:
     """Starts the process's turn loop and warms LiteLLM up in it, before the first turn arrives."""
+    from core import tracing
+
+    # Traces, when an OTLP endpoint is configured (core/tracing.py).
+    tracing.setup("worker" if runs_turns(app) else "files-worker")
     if not runs_turns(app):
         return
     from chat import demo, reaper, worker_loop
@@ -76,8 +80,11 @@ def _drain(how: str = "", **_: object) -> None:
 
 @worker_shutdown.connect
 def _stop_turn_loop(**_: object) -> None:
-    if not runs_turns(app):
-        return
-    from chat import worker_loop
+    from core import tracing
 
-    worker_loop.shutdown()
+    if runs_turns(app):
+        from chat import worker_loop
+
+        worker_loop.shutdown()
+    # The last turns' spans leave before the process does.
+    tracing.shutdown()

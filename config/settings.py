@@ -122,6 +122,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # First: every record of a request, whoever logs it, carries the request's id.
     "core.logs.RequestContextMiddleware",
+    # A server span per request when traces are on (core/tracing.py): a turn's trace starts here.
+    "core.tracing.RequestSpanMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # After WhiteNoise: static files never pass through it (they are compressed ahead of time).
@@ -441,6 +443,10 @@ WORKER_SHUTDOWN_GRACE_S = env_float("TESSERA_WORKER_SHUTDOWN_GRACE_S", 60.0)
 HEALTH_WORKER_FRESH_S = env_float("TESSERA_HEALTH_WORKER_FRESH_S", 30.0)
 # Bearer token for /metrics; without one only a scraper on the same machine is answered.
 METRICS_TOKEN = env_str("METRICS_TOKEN")
+# Traces (core/tracing.py) are exported when OTEL_EXPORTER_OTLP_ENDPOINT (the SDK's standard
+# variables) or TESSERA_OTLP_ENDPOINT is set. The admin links a turn's trace id to the tracing
+# UI with this template, e.g. http://jaeger.internal:16686/trace/{trace_id}.
+TRACE_URL = env_str("TESSERA_TRACE_URL")
 # Every process of a host writes its metrics here and /metrics adds them up (core/metrics.py).
 # prometheus-client reads the variable when it is first imported: set it before anything does.
 METRICS_DIR = Path(env_str("PROMETHEUS_MULTIPROC_DIR") or VAR_DIR / "metrics")

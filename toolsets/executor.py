@@ -17,7 +17,7 @@ import functools
 import json
 import logging
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -25,6 +25,8 @@ from typing import Any
 import jsonschema
 from channels.db import database_sync_to_async
 from django.utils import timezone
+from opentelemetry import trace
+from opentelemetry.trace import Status, StatusCode
 
 from core import crypto, metrics
 from core.redact import redact, redact_data
@@ -60,6 +62,7 @@ class Execution:
     policy: str = ""
     approval: str = ""  # how an "ask" was settled (toolsets.policy.approval outcomes)
     cached_at: datetime | None = None  # a cache hit: when the call that produced it ran
+    breaker: str = ""  # the tool's circuit breaker as the call found it: closed, half_open, open
 
     @property
     def ok(self) -> bool:
@@ -92,6 +95,44 @@ class Execution:
 Progress = Callable[[str, float | None], None]
 
 
+def _traced(function: Callable[..., Awaitable[Execution]]) -> Callable[..., Awaitable[Execution]]:
+    """An `execute_tool <name>` span around each call (current while it runs, so an MCP
+    request or a subagent's run nests under it), with what the executor decided: toolset,
+    policy, approval, cache hit, breaker state and outcome."""
+
+    @functools.wraps(function)
+    async def traced(name: str, *args: Any, **kwargs: Any) -> Execution:
+        tracer = trace.get_tracer("tessera")
+        attributes = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": name[:200],
+            "gen_ai.tool.call.id": str(kwargs.get("tool_call_id", ""))[:200],
+        }
+        with tracer.start_as_current_span(f"execute_tool {name[:200]}", attributes=attributes) as span:
+            execution = await function(name, *args, **kwargs)
+            if span.is_recording():
+                outcome = execution.error.type if execution.error is not None else "success"
+                span.set_attributes(
+                    {
+                        "gen_ai.tool.type": "function",
+                        "tessera.toolset": execution.toolset.id if execution.toolset is not None else "",
+                        "tessera.tool.policy": execution.policy,
+                        "tessera.tool.approval": execution.approval,
+                        "tessera.tool.cache_hit": execution.cached_at is not None,
+                        "tessera.tool.breaker": execution.breaker,
+                        "tessera.tool.outcome": outcome,
+                        "tessera.tool.duration_ms": execution.duration_ms,
+                    }
+                )
+                if execution.error is not None:
+                    span.set_attribute("error.type", outcome)
+                    span.set_status(Status(StatusCode.ERROR, outcome))
+            return execution
+
+    return traced
+
+
+@_traced
 async def execute(
     name: str,
     raw_arguments: str | dict[str, Any],
@@ -197,6 +238,9 @@ async def execute(
             breakers.Breakers().release(gate.probes)
         raise
     execution.duration_ms = int((time.monotonic() - started) * 1000)
+    if tool_ is not None and not not_offered:
+        circuit_open = execution.error is not None and execution.error.type == "circuit_open"
+        execution.breaker = "open" if circuit_open else "half_open" if gate.probes else "closed"
     # A name the model made up is "unknown": labels stay a bounded set, and the log no place for
     # whatever the model wrote.
     known = (toolset_id, tool_name) if tool_ is not None else ("", "unknown")

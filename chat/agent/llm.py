@@ -27,7 +27,7 @@ from litellm.litellm_core_utils.streaming_handler import CustomStreamWrapper
 
 from core import metrics
 
-from . import openai_stream
+from . import openai_stream, spans
 from .accumulator import ToolCallAccumulator, get_field
 from .exceptions import ProviderError
 from .provider_errors import (
@@ -95,6 +95,8 @@ class ModelConfig:
     max_wait_s: float = MAX_RETRY_WAIT_S
     # Read OpenAI-compatible streams without LiteLLM's per-chunk wrapper (TESSERA_FAST_PATH).
     fast_path: bool = True
+    # Prompts and answers in the model-call spans (an admin's opt-in; chat/agent/spans.py).
+    trace_content: bool = False
 
 
 class LiteLLMModel:
@@ -108,6 +110,7 @@ class LiteLLMModel:
         self.route = openai_stream.resolve(config) if config.fast_path and completion is None else None
         self._received = _Received()
         self.requests = 0  # HTTP requests this model has made, retries included
+        self.provider = _provider(config)
 
     def _kwargs(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> dict[str, Any]:
         kwargs: dict[str, Any] = dict(self.config.extra)
@@ -212,10 +215,23 @@ class LiteLLMModel:
         (Stop) or sees a ProviderError mid-stream can keep the partial answer.
         """
         self._received = received = _Received()
+        span = spans.ModelCall(
+            model=self.config.model,
+            provider=self.provider,
+            messages=messages,
+            tools=tools,
+            content=self.config.trace_content,
+            server=_host(self.config.api_base),
+        )
+        requests_before = self.requests
         try:
             response, chunks = await self._open(messages, tools)
         except ProviderError as exc:
             metrics.PROVIDER_ERRORS.labels(exc.kind).inc()
+            span.failed(exc.kind, str(exc), self.requests - requests_before)
+            raise
+        except BaseException:
+            span.ended()
             raise
         reported = False  # whether the provider reported usage at all
         try:
@@ -229,6 +245,7 @@ class LiteLLMModel:
                         prompt_tokens=_count(get_field(usage, "prompt_tokens")),
                         completion_tokens=_count(get_field(usage, "completion_tokens")),
                     )
+                    received.cached_tokens = _cached(usage)
                 choices = get_field(chunk, "choices")
                 if not choices:
                     continue
@@ -255,7 +272,12 @@ class LiteLLMModel:
         except Exception as exc:
             kind, message = describe_error(exc)
             metrics.PROVIDER_ERRORS.labels(kind).inc()
+            span.failed(kind, message, self.requests - requests_before)
             raise ProviderError(f"{message} The answer was cut off.", kind=kind) from exc
+        except BaseException:
+            # Left before the end: Stop closed the stream, or its task was cancelled.
+            span.ended()
+            raise
         finally:
             await _close(response)
         answer = received.message()
@@ -263,6 +285,15 @@ class LiteLLMModel:
         # providers report "stop" on a response that carries tool calls.
         if not reported:
             answer.usage = received.usage = _counted_usage(self.config.model, messages, tools, answer)
+        span.finished(
+            text=answer.content,
+            tool_calls=answer.tool_calls,
+            finish_reason=answer.finish_reason,
+            input_tokens=answer.usage.prompt_tokens,
+            output_tokens=answer.usage.completion_tokens,
+            cached_tokens=received.cached_tokens,
+            requests=self.requests - requests_before,
+        )
         yield Completed(answer)
 
     @property
@@ -280,6 +311,7 @@ class _Received:
         self.reasoning: list[str] = []
         self.calls = ToolCallAccumulator()
         self.usage = Usage()
+        self.cached_tokens = 0  # prompt tokens the provider served from its prompt cache
         self.finish_reason: str | None = None
 
     def message(self) -> AssistantMessage:
@@ -312,6 +344,33 @@ def _counted_usage(
         log.debug("Counting tokens for %s failed", model, exc_info=True)
         return Usage()
     return Usage(prompt_tokens=_count(prompt), completion_tokens=_count(completion))
+
+
+def _cached(usage: Any) -> int:
+    """Cached prompt tokens, as OpenAI-style providers report them (`prompt_tokens_details`) or
+    Anthropic's (`cache_read_input_tokens`, which LiteLLM passes through)."""
+    details = get_field(usage, "prompt_tokens_details")
+    found = _count(get_field(details, "cached_tokens")) if details else 0
+    return found or _count(get_field(usage, "cache_read_input_tokens"))
+
+
+def _provider(config: ModelConfig) -> str:
+    """The provider's name for spans (`gen_ai.system`), as LiteLLM resolves the model."""
+    try:
+        return str(litellm.get_llm_provider(model=config.model, api_base=config.api_base)[1])
+    except Exception:  # an unknown model still gets a span, named by its prefix
+        return config.model.split("/", 1)[0] if "/" in config.model else "unknown"
+
+
+def _host(api_base: str | None) -> str:
+    if not api_base:
+        return ""
+    from urllib.parse import urlsplit
+
+    try:
+        return urlsplit(api_base).hostname or ""
+    except ValueError:
+        return ""
 
 
 def _count(value: Any) -> int:

@@ -221,7 +221,7 @@ def test_length_offers_continue_which_carries_the_answer_on(
     replay: ReplayServer, provider_model: Any, user: Any, other_user: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # This test runs the continued turn itself: a worker of the session's stack must not take it.
-    monkeypatch.setattr("chat.exchanges.run_turn.delay", lambda turn_id: None)
+    monkeypatch.setattr("chat.exchanges.run_turn.apply_async", lambda *args, **kwargs: None)
     replay.play(answer("The first half of a long", reason="length"))
     turn = run(start_turn(user, provider_model))
     views, _ = turn_views([turn])
