@@ -33,6 +33,7 @@ def start_turn(
     parent: Turn | None,
     model: LLMModel | None = None,
     metadata: dict[str, Any] | None = None,
+    api: dict[str, Any] | None = None,
 ) -> tuple[Message, Turn]:
     """A new exchange after `parent` (a new version of an exchange when `parent` already has
     one: `branches.choose` then shows it). Call with the chat's row locked (so inside the
@@ -40,6 +41,7 @@ def start_turn(
     with transaction.atomic(savepoint=False):
         turn = Turn(chat=chat, model=model or chat.model or LLMModel.default(), parent=parent)
         turn.first_of_branch = parent is None
+        turn.api = api or {}
         # The request's trace, when traces are on: the worker continues it (core/tracing.py).
         turn.trace_id = tracing.trace_id()
         turn.save()

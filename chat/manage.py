@@ -25,7 +25,7 @@ MAX_SELECTED = 500
 @require_GET
 def manage(request: AuthedRequest) -> HttpResponse:
     chats = (
-        Chat.objects.filter(owner=request.user)
+        Chat.objects.filter(owner=request.user, listed=True)
         .annotate(
             message_count=Count("messages", filter=Q(messages__lane="", messages__role__in=["user", "assistant"]))
         )

@@ -79,6 +79,9 @@ class Chat(models.Model):
     enabled_tools = models.JSONField(default=dict, blank=True)
     limit_tool_iterations = models.BooleanField(default=True)
     max_tool_iterations = models.PositiveSmallIntegerField(default=5)
+    # False for a conversation held through the OpenAI-compatible API that its caller did not
+    # ask to keep: its turns are stored (audit, usage) but it is not in the chat list.
+    listed = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -105,6 +108,14 @@ class AppSettings(models.Model):
     )
     max_delegation_depth = models.PositiveSmallIntegerField(
         default=1, help_text="How deep subagents may delegate: 1 lets the assistant delegate, subagents not."
+    )
+    openai_api = models.BooleanField(
+        "OpenAI-compatible API",
+        default=False,
+        help_text=(
+            "Serve /v1/models and /v1/chat/completions to API tokens: Tessera's agent loop, with each "
+            "user's tools and policies, for any OpenAI client."
+        ),
     )
     trace_content = models.BooleanField(
         default=False,
@@ -181,6 +192,9 @@ class Turn(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     first_token_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # A turn sent through the OpenAI-compatible API: the caller's conversation (OpenAI format),
+    # its system text, its own tools (returned to it as tool calls) and the agent it asked for.
+    api = models.JSONField(default=dict, blank=True)
     # The OpenTelemetry trace the turn belongs to (32 hex digits), when traces are on.
     trace_id = models.CharField(max_length=32, blank=True, default="")
 

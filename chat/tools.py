@@ -24,6 +24,7 @@ from .selection import AGENTS
 # ToolExecution.tool_call_id's length. Ids can be longer (Gemini's carry a signature); the
 # record only needs one to show, the transcript keeps the whole id.
 TOOL_CALL_ID_LENGTH = 200
+CLIENT_RESULT = "Sent to the API caller, which runs this tool itself."
 
 
 ProgressCallback = Callable[[int, int, str, float | None], Awaitable[None]]
@@ -42,6 +43,7 @@ class ChatToolBox:
         lane: str = "",
         sources: SourceBook | None = None,
         on_approval: Any = None,
+        client_tools: list[dict[str, Any]] | None = None,
     ) -> None:
         self.user_id = user_id
         self.turn_id = turn_id
@@ -63,6 +65,10 @@ class ChatToolBox:
         self.on_approval = on_approval
         # Selected toolsets that are not usable right now, as "Name (reason)".
         self.skipped: list[str] = []
+        # Tools an API caller passed (OpenAI format): offered to the model, never run here; a
+        # call to one ends the turn and goes back to the caller (chat/api/openai.py).
+        self.client_tools = list(client_tools or [])
+        self.client_names = frozenset(t["function"]["name"] for t in self.client_tools)
 
     def prepare(self) -> None:
         """Decides, once per turn, which selected tools the model is offered: only those of
@@ -94,6 +100,7 @@ class ChatToolBox:
                     )
         self._offer_agents(available)
         self._offered = {spec["function"]["name"] for spec in self._specs}
+        self._specs.extend(self.client_tools)
 
     def _offer_agents(self, available: dict[str, availability.Availability]) -> None:
         self.agents = {}
@@ -129,6 +136,8 @@ class ChatToolBox:
         return report
 
     async def run(self, call: ToolCall, step: int, position: int) -> ToolResult:
+        if call.name in self.client_names:
+            return ToolResult(call.id, CLIENT_RESULT, data={"client_tool": True})
         agent = self.agents.get(call.name)
         if agent is not None and self.delegator is not None:
             with spans.delegation_call(call.name, call.id[:TOOL_CALL_ID_LENGTH], AGENTS) as span:

@@ -21,7 +21,7 @@ from core import logs, metrics, tracing
 from toolsets.files import transcript as files_transcript
 from toolsets.sources import SourceBook
 
-from . import live, presenters, turn_store, worker_loop
+from . import agents, live, presenters, turn_store, worker_loop
 from .agents import AgentSpec
 from .approvals import Asker
 from .delegation import Delegator
@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 
 UNEXPECTED_ERROR = "Something went wrong while answering. Your message is saved; send it again to retry."
 NO_MODEL_ERROR = "No model is configured. An administrator needs to add one."
+AGENT_GONE_ERROR = "The agent this conversation asked for is no longer available."
 
 
 def run_turn_sync(turn_id: int, trace_carrier: dict[str, str] | None = None) -> None:
@@ -101,12 +102,25 @@ async def _run_claimed(turn: Turn, redis: Any, watch: TurnWatch) -> None:
         if llm is None:
             await sink.finish(Outcome("failed", 0, error=NO_MODEL_ERROR))
             return
-        vision = files_transcript.model_sees_images(llm.model)
-        messages, unseen = await db(turn_store.turn_transcript)(chat.pk, turn.pk, vision)
-        if unseen:
-            await sink.notice("images", unseen)
+        api = turn.api or {}
         app = await db(AppSettings.load)()
         chat_limit = app.effective_iterations(chat)
+        # Sent through the OpenAI-compatible API: the caller's conversation, not the chat's.
+        agent_spec = (await db(agents.agents)()).get(api["agent"]) if api.get("agent") else None
+        if api.get("agent") and agent_spec is None:
+            await sink.finish(Outcome("failed", 0, error=AGENT_GONE_ERROR, error_kind="not_found"))
+            return
+        if agent_spec is not None:
+            chat_limit = min(chat_limit, agent_spec.max_iterations)
+            if agent_spec.model_id:
+                llm = await db(LLMModel.objects.filter(pk=agent_spec.model_id, enabled=True).first)() or llm
+        if "messages" in api:
+            messages, unseen = list(api["messages"]), ""
+        else:
+            vision = files_transcript.model_sees_images(llm.model)
+            messages, unseen = await db(turn_store.turn_transcript)(chat.pk, turn.pk, vision)
+        if unseen:
+            await sink.notice("images", unseen)
 
         async def model_for(agent: AgentSpec) -> Any:
             # An agent may have a model of its own (an admin's choice); else the chat's.
@@ -135,12 +149,18 @@ async def _run_claimed(turn: Turn, redis: Any, watch: TurnWatch) -> None:
             on_approval=Asker(sink),
             delegator=delegator,
             sources=sources,
+            client_tools=api.get("tools") or None,
         )
         await db(toolbox.prepare)()
         if toolbox.skipped:
             await sink.notice("skipped", "Not available for this answer: " + ", ".join(toolbox.skipped) + ".")
         agent = Agent(_model(llm, trace_content=app.trace_content), toolbox, sink, cancel, max_iterations=chat_limit)
-        prompt = {"role": "system", "content": system_prompt(timezone.now(), user_name(chat.owner))}
+        instructions = system_prompt(timezone.now(), user_name(chat.owner))
+        if agent_spec is not None:
+            instructions = f"{agent_spec.instructions}\n\n{instructions}"
+        if api.get("system"):
+            instructions += "\n\nThe caller's instructions:\n" + str(api["system"])
+        prompt = {"role": "system", "content": instructions}
         outcome = await agent.run([prompt, *messages])
         # Stopped by the worker's shutdown (its grace period ran out), not by the reader.
         await sink.finish(outcome, interrupted=turn.pk in watch.interrupted)

@@ -27,7 +27,7 @@ def _get_chat_for_user(request: AuthedRequest, chat_id: int) -> Chat:
 
 
 def _sidebar_chats(request: AuthedRequest) -> Any:
-    return Chat.objects.filter(owner=request.user).only("id", "title", "updated_at")[:100]
+    return Chat.objects.filter(owner=request.user, listed=True).only("id", "title", "updated_at")[:100]
 
 
 @login_required

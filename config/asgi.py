@@ -8,7 +8,10 @@ from core.asgi import BodyLimit, get_application
 # runs in one hop to the sync thread per request (core/asgi.py).
 django_asgi_app = get_application()
 
+from django.core.handlers.asgi import ASGIHandler  # noqa: E402
+
 from core import tracing  # noqa: E402
+from core.asgi import PathRouter  # noqa: E402
 
 # Traces, when an OTLP endpoint is configured (core/tracing.py); nothing otherwise.
 tracing.setup("web")
@@ -22,7 +25,9 @@ from core.origins import SameOriginValidator  # noqa: E402
 application = ProtocolTypeRouter(
     {
         # Every body is capped before Django buffers it (core/asgi.py).
-        "http": BodyLimit(django_asgi_app),
+        # The OpenAI-compatible API's views are coroutines that wait for a turn for as long as it
+        # runs: Django's own async handler serves them on the event loop (chat/api/openai.py).
+        "http": BodyLimit(PathRouter({"/v1/": ASGIHandler()}, default=django_asgi_app)),
         # A socket only from the page's own origin: scheme, host and port (core/origins.py).
         "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }

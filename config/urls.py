@@ -18,6 +18,8 @@ urlpatterns = [
     path("login/", account_views.Login.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("toolsets/", include("toolsets.urls")),
+    # The OpenAI-compatible API (chat/api/openai.py), served by Django's async handler.
+    path("v1/", include("chat.api.urls")),
     path("files/", include("toolsets.files.urls")),
     path("search/", include("chat.search.urls")),
     path("", include("chat.accounts.urls")),

@@ -119,3 +119,20 @@ async def _too_large(send: Any, limit: int) -> None:
         }
     )
     await send({"type": "http.response.body", "body": body})
+
+
+class PathRouter:
+    """Hands an HTTP request to the app of the first path prefix it starts with, else to
+    `default`."""
+
+    def __init__(self, prefixes: dict[str, Any], default: Any) -> None:
+        self.prefixes = list(prefixes.items())
+        self.default = default
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        path = scope.get("path", "")
+        for prefix, app in self.prefixes:
+            if path.startswith(prefix):
+                await app(scope, receive, send)
+                return
+        await self.default(scope, receive, send)

@@ -178,6 +178,12 @@ class Agent:
         self.messages.extend(result.to_openai() for result in results)
         if any(result.cancelled for result in results):
             raise Cancelled
+        # A tool the caller runs itself (the OpenAI-compatible API's client-side tools): the
+        # turn ends here and the calls go back to the caller, who sends their results later.
+        returned: frozenset[str] = getattr(self.tools, "client_names", frozenset())
+        if returned and any(call.name in returned for call in message.tool_calls):
+            self.finish_reason = "tool_calls"
+            raise Finished
 
     async def query(self, step: int, tools: list[dict[str, Any]] | None) -> AssistantMessage:
         async def consume() -> AssistantMessage:

@@ -33,7 +33,7 @@ def find(user_id: int, words: list[str], limit: int = LIMIT) -> list[Result]:
     if not ids:
         return []
     chats = list(
-        Chat.objects.filter(owner_id=user_id, pk__in=ids)
+        Chat.objects.filter(owner_id=user_id, pk__in=ids, listed=True)
         .order_by("-updated_at", "-id")
         .only("id", "title", "updated_at")[:limit]
     )

@@ -1,0 +1,1 @@
+"""Tessera for other programs: an OpenAI-compatible API over its agent loop (`openai`)."""
