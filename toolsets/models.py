@@ -33,6 +33,9 @@ class ToolExecution(models.Model):
     # ("0-1", or "0-1/2-0" a level deeper); empty for the turn's own calls.
     lane = models.CharField(max_length=100, blank=True, default="")
     tool_call_id = models.CharField(max_length=200)
+    # The program that made the call, when not Tessera's own chat: "mcp: <client's name>" for
+    # a call through Tessera's MCP server (chat/api/mcp_server.py).
+    client = models.CharField(max_length=200, blank=True, default="", db_index=True)
     toolset = models.CharField(max_length=100, db_index=True)
     tool = models.CharField(max_length=100, db_index=True)
     arguments = models.JSONField(default=dict, blank=True)

@@ -156,7 +156,7 @@ async def completions(request: HttpRequest) -> HttpResponse | StreamingHttpRespo
             code="model_not_found",
         )
     save = bool((body.get("tessera") or {}).get("save"))
-    turn = await sync_to_async(_start)(user, target, conversation, save)
+    turn = await sync_to_async(start)(user, target, conversation, save)
     created = int(time.time())
     completion_id = f"chatcmpl-{uuid.uuid4().hex}"
     if body.get("stream"):
@@ -167,9 +167,9 @@ async def completions(request: HttpRequest) -> HttpResponse | StreamingHttpRespo
         response["Cache-Control"] = "no-cache"
         response["X-Accel-Buffering"] = "no"  # a proxy must pass events on as they come
         return response
-    async for _ in _states(turn.pk, turn.chat_id):
+    async for _ in states(turn.pk, turn.chat_id):
         pass
-    result = await sync_to_async(_result)(turn.pk, conversation)
+    result = await sync_to_async(result_of)(turn.pk, conversation)
     if result.failed:
         status = 429 if result.error_kind == "rate_limit" else 502
         return error(status, result.error or "The turn failed.", "api_error", code=result.error_kind or None)
@@ -196,7 +196,7 @@ async def completions(request: HttpRequest) -> HttpResponse | StreamingHttpRespo
     )
 
 
-def _start(user: Any, target: Target, conversation: Conversation, save: bool) -> Turn:
+def start(user: Any, target: Target, conversation: Conversation, save: bool) -> Turn:
     """A chat (listed only when the caller asked to keep it) and its one turn, queued."""
     agent = target.agent
     if agent is not None:
@@ -249,7 +249,7 @@ def _redis() -> Any:
     return client
 
 
-async def _states(turn_id: int, chat_id: int) -> AsyncIterator[LiveTurn]:
+async def states(turn_id: int, chat_id: int) -> AsyncIterator[LiveTurn]:
     """The turn's live state each time it changes, until it has ended. Woken by the fragments
     its worker publishes to the chat's group (no polling while it streams)."""
     layer = get_channel_layer()
@@ -312,11 +312,11 @@ async def _stream(turn: Turn, model: str, completion_id: str, created: int, usag
     yield _chunk(completion_id, created, model, {"role": "assistant", "content": ""}, None)
     sent: dict[int, int] = {}
     order: list[int] = []
-    async for state in _states(turn.pk, turn.chat_id):
+    async for state in states(turn.pk, turn.chat_id):
         text = _delta(state, sent, order)
         if text:
             yield _chunk(completion_id, created, model, {"content": text}, None)
-    result = await sync_to_async(_result)(turn.pk, None)
+    result = await sync_to_async(result_of)(turn.pk, None)
     if result.failed:
         problem = {"message": result.error or "The turn failed.", "type": "api_error", "code": result.error_kind}
         yield b"data: " + json.dumps({"error": problem}).encode() + b"\n\n"
@@ -352,7 +352,7 @@ class Result:
     error_kind: str = ""
 
 
-def _result(turn_id: int, conversation: Conversation | None) -> Result:
+def result_of(turn_id: int, conversation: Conversation | None) -> Result:
     """The finished turn as OpenAI's response has it (blocking: from a thread)."""
     turn = Turn.objects.get(pk=turn_id)
     answers = list(
