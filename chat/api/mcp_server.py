@@ -76,13 +76,13 @@ def _client_name(ctx: Any, caller: dict[str, Any]) -> str:
     return f"mcp: {name or caller['token_name']}"[:200]
 
 
-def listed_tools(user_id: int) -> list[types.Tool]:
-    """What this user may call, as MCP tools (blocking)."""
+def listed_tools(user_id: int, *, tools_scope: bool = True, agents_scope: bool = True) -> list[types.Tool]:
+    """What this user may call with this token, as MCP tools (blocking)."""
     available = availability.for_user(user_id)
     admin_policies = {toolset_id: state.admin_policy for toolset_id, state in available.items()}
     policies = policy.PolicyBook(user_id, admin_policies)
     tools: list[types.Tool] = []
-    for toolset in all_toolsets().values():
+    for toolset in all_toolsets().values() if tools_scope else ():
         state = available.get(toolset.id)
         if state is None or not state.usable:
             continue
@@ -110,7 +110,7 @@ def listed_tools(user_id: int) -> list[types.Tool]:
                 )
             )
     for agent_id, agent_state in agent_registry.availability(user_id, toolsets=available).items():
-        if not agent_state.usable:
+        if not agent_state.usable or not agents_scope:
             continue
         agent = agent_state.agent
         tools.append(
@@ -134,7 +134,10 @@ def listed_tools(user_id: int) -> list[types.Tool]:
 
 async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
     caller = _caller(ctx)
-    return types.ListToolsResult(tools=await sync_to_async(listed_tools)(caller["user_id"]))
+    found = await sync_to_async(listed_tools)(
+        caller["user_id"], tools_scope=caller["tools"], agents_scope=caller["agents"]
+    )
+    return types.ListToolsResult(tools=found)
 
 
 def _progress_token(ctx: Any) -> str | int | None:
@@ -172,8 +175,13 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
         loop.call_soon_threadsafe(lambda: asyncio.ensure_future(notify(text, percent)))
 
     agent = agent_registry.agent_for_tool(params.name, await sync_to_async(agent_registry.agents)())
+    if not caller["agents" if agent is not None else "tools"]:
+        kind = "agents" if agent is not None else "tools"
+        return types.CallToolResult(
+            content=[types.TextContent(text=f"permission_denied: this token may not run {kind}.")], is_error=True
+        )
     if agent is not None:
-        return await _delegate(caller, agent, arguments, notify)
+        return await _delegate(caller, agent, arguments, notify, _client_name(ctx, caller))
     execution = await executor.execute(
         params.name,
         arguments,
@@ -207,7 +215,9 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
     return types.CallToolResult(content=content, structured_content=structured, is_error=False)
 
 
-async def _delegate(caller: dict[str, Any], agent: Any, arguments: dict[str, Any], notify: Any) -> types.CallToolResult:
+async def _delegate(
+    caller: dict[str, Any], agent: Any, arguments: dict[str, Any], notify: Any, client: str
+) -> types.CallToolResult:
     """An agent's run: a turn in a worker, as the OpenAI-compatible API starts it."""
     from . import openai as api
 
@@ -226,7 +236,7 @@ async def _delegate(caller: dict[str, Any], agent: Any, arguments: dict[str, Any
         )
     brief = task + (f"\n\nContext:\n{context}" if context else "")
     conversation = api.Conversation(messages=[{"role": "user", "content": brief}], question=task)
-    turn = await sync_to_async(api.start)(user, target, conversation, False)
+    turn = await sync_to_async(api.start)(user, target, conversation, False, client)
     seen: set[str] = set()
     async for state in api.states(turn.pk, turn.chat_id):
         # What the reader of the chat would see on the tool cards, as it changes.
@@ -311,6 +321,8 @@ class Endpoint:
             "can_approve": record.can_approve,
             "token_id": record.pk,
             "token_name": f"token {record.name}",
+            "tools": record.may_use_tools,
+            "agents": record.may_use_agents,
         }
         scope = {**scope, SCOPE_KEY: caller}
         manager = await self._ready()

@@ -129,7 +129,8 @@ def test_an_agent_runs_in_a_worker_and_reports_progress(
     result = _run(stack, token, "legacy", work)
     assert not result.is_error, result.content
     assert result.content[0].text
-    assert ToolExecution.objects.filter(user=user, toolset="workspace", tool="list_tasks", status="success").exists()
+    run = ToolExecution.objects.get(user=user, toolset="workspace", tool="list_tasks")
+    assert run.status == "success" and run.client == "mcp: token desktop"
     # What the chat's tool cards would say, as notifications.
     assert any("task" in text.lower() for text in messages), messages
 
@@ -149,3 +150,21 @@ def test_without_a_valid_token_or_when_off_nothing_is_served(stack: Any, token: 
     assert foreign.status_code == 403
     rebound = httpx.post(f"{stack.url}/mcp", json=body, headers={**headers, "Host": "evil.example"})
     assert rebound.status_code == 421
+
+
+def test_a_token_reaches_only_what_it_was_created_for(stack: Any, switched_on: None, user: Any) -> None:
+    agents_only = ApiToken.issue(user, "agents only", tools=False)[1]
+    tools_only = ApiToken.issue(user, "tools only", agents=False)[1]
+
+    async def listing(client: Client) -> Any:
+        return [tool.name for tool in (await client.list_tools()).tools]
+
+    async def calling(client: Client) -> Any:
+        return await client.call_tool("toolset__clock_math__calculate", {"expression": "1 + 1"})
+
+    names = _run(stack, agents_only, "auto", listing)
+    assert names and all(name.startswith("delegate_to_") for name in names)
+    refused = _run(stack, agents_only, "auto", calling)
+    assert refused.is_error and "may not run tools" in refused.content[0].text
+    names = _run(stack, tools_only, "auto", listing)
+    assert "toolset__clock_math__calculate" in names and not any(n.startswith("delegate_to_") for n in names)
