@@ -117,6 +117,14 @@ class AppSettings(models.Model):
             "user's tools and policies, for any OpenAI client."
         ),
     )
+    mcp_server = models.BooleanField(
+        "MCP server",
+        default=False,
+        help_text=(
+            "Serve Tessera's tools and agents at /mcp to API tokens: any MCP client (Claude Desktop, IDEs, "
+            "agent frameworks) under the same policies, limits and audit as the chat."
+        ),
+    )
     trace_content = models.BooleanField(
         default=False,
         help_text=(

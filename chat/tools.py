@@ -44,6 +44,7 @@ class ChatToolBox:
         sources: SourceBook | None = None,
         on_approval: Any = None,
         client_tools: list[dict[str, Any]] | None = None,
+        client: str = "",
     ) -> None:
         self.user_id = user_id
         self.turn_id = turn_id
@@ -69,6 +70,8 @@ class ChatToolBox:
         # call to one ends the turn and goes back to the caller (chat/api/openai.py).
         self.client_tools = list(client_tools or [])
         self.client_names = frozenset(t["function"]["name"] for t in self.client_tools)
+        # The program a turn was sent by, for the audit log ("openai: token …", "mcp: …").
+        self.client = client
 
     def prepare(self) -> None:
         """Decides, once per turn, which selected tools the model is offered: only those of
@@ -161,6 +164,7 @@ class ChatToolBox:
             approve=functools.partial(self.on_approval, step, position) if self.on_approval else None,
             offered=self._offered,
             offered_in="given to this agent" if self.lane else "selected for this chat",
+            client=self.client,
         )
         content = execution.model_content(int(settings.TESSERA["TOOL_RESULT_MODEL_LIMIT"]))
         data: dict[str, Any] = {

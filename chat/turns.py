@@ -150,6 +150,7 @@ async def _run_claimed(turn: Turn, redis: Any, watch: TurnWatch) -> None:
             delegator=delegator,
             sources=sources,
             client_tools=api.get("tools") or None,
+            client=str(api.get("client") or ""),
         )
         await db(toolbox.prepare)()
         if toolbox.skipped:

@@ -10,6 +10,7 @@ django_asgi_app = get_application()
 
 from django.core.handlers.asgi import ASGIHandler  # noqa: E402
 
+from chat.api.mcp_server import endpoint as mcp_endpoint  # noqa: E402
 from core import tracing  # noqa: E402
 from core.asgi import PathRouter  # noqa: E402
 
@@ -27,7 +28,8 @@ application = ProtocolTypeRouter(
         # Every body is capped before Django buffers it (core/asgi.py).
         # The OpenAI-compatible API's views are coroutines that wait for a turn for as long as it
         # runs: Django's own async handler serves them on the event loop (chat/api/openai.py).
-        "http": BodyLimit(PathRouter({"/v1/": ASGIHandler()}, default=django_asgi_app)),
+        # Tessera's MCP server (chat/api/mcp_server.py) is the SDK's own ASGI app.
+        "http": BodyLimit(PathRouter({"/v1/": ASGIHandler(), "/mcp": mcp_endpoint}, default=django_asgi_app)),
         # A socket only from the page's own origin: scheme, host and port (core/origins.py).
         "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }

@@ -82,9 +82,11 @@ class ToolExecutionAdmin(admin.ModelAdmin):
         "duration_ms",
         "approval",
         "cache_hit",
+        "client",
     ]
     list_filter = [
         "status",
+        "client",
         "cache_hit",
         "approval",
         "policy",
@@ -94,7 +96,7 @@ class ToolExecutionAdmin(admin.ModelAdmin):
         DurationFilter,
         ("user", admin.RelatedOnlyFieldListFilter),
     ]
-    search_fields = ["user__username", "toolset", "tool", "tool_call_id", "error"]
+    search_fields = ["user__username", "toolset", "tool", "tool_call_id", "error", "client"]
     list_select_related = ["user"]
     raw_id_fields = ["user", "turn"]
     readonly_fields = [f.name for f in ToolExecution._meta.fields]

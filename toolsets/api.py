@@ -53,6 +53,8 @@ def _authenticate(request: HttpRequest) -> tuple[Any, bool, HttpResponse | None]
         record = token_from(request)
         if record is None:
             return None, False, _error(401, None, "permission_denied", "Invalid or revoked API token.")
+        if not record.may_use_tools:
+            return None, False, _error(403, None, "permission_denied", "This token may not run tools.")
         ApiToken.objects.filter(pk=record.pk).update(last_used_at=timezone.now())
         return record.user, record.can_approve, None
     if request.user.is_authenticated:

@@ -151,6 +151,7 @@ async def execute(
     pre_approved: bool = False,
     offered: Collection[str] | None = None,
     offered_in: str = "offered here",
+    client: str = "",
 ) -> Execution:
     """Runs one call. `approve` is asked about "ask" tools (None: they fail with
     permission_denied, unless `pre_approved` — the API's explicit approval).
@@ -182,6 +183,7 @@ async def execute(
             "position": position,
             "lane": lane,
             "tool_call_id": tool_call_id,
+            "client": client[:200],
             "toolset": toolset_id,
             "tool": tool_name,
             # PostgreSQL cannot store NUL characters (text or jsonb): the record keeps them escaped.

@@ -33,6 +33,9 @@ class ToolExecution(models.Model):
     # ("0-1", or "0-1/2-0" a level deeper); empty for the turn's own calls.
     lane = models.CharField(max_length=100, blank=True, default="")
     tool_call_id = models.CharField(max_length=200)
+    # The program that made the call, when not Tessera's own chat: "mcp: <client's name>" for
+    # a call through Tessera's MCP server (chat/api/mcp_server.py).
+    client = models.CharField(max_length=200, blank=True, default="", db_index=True)
     toolset = models.CharField(max_length=100, db_index=True)
     tool = models.CharField(max_length=100, db_index=True)
     arguments = models.JSONField(default=dict, blank=True)
@@ -132,6 +135,11 @@ class ApiToken(models.Model):
     can_approve = models.BooleanField(
         "may approve ask tools", default=False, help_text="Calls may run tools whose policy is Ask."
     )
+    # What a token reaches, chosen at creation: Tessera's tools (the execution API, MCP, the
+    # server-side tools of the OpenAI-compatible API) and its agents (agents as MCP tools and as
+    # models of the OpenAI-compatible API).
+    may_use_tools = models.BooleanField("tools", default=True, help_text="Calls may run Tessera's tools.")
+    may_use_agents = models.BooleanField("agents", default=True, help_text="Calls may run Tessera's agents.")
 
     class Meta:
         ordering = ["-created_at"]
@@ -144,10 +152,18 @@ class ApiToken(models.Model):
         return hashlib.sha256(token.encode()).hexdigest()
 
     @classmethod
-    def issue(cls, user: Any, name: str, *, can_approve: bool = False) -> tuple[ApiToken, str]:
+    def issue(
+        cls, user: Any, name: str, *, can_approve: bool = False, tools: bool = True, agents: bool = True
+    ) -> tuple[ApiToken, str]:
         token = cls.PREFIX + secrets.token_urlsafe(32)
         record = cls.objects.create(
-            user=user, name=name, token_hash=cls.hash(token), hint=token[-4:], can_approve=can_approve
+            user=user,
+            name=name,
+            token_hash=cls.hash(token),
+            hint=token[-4:],
+            can_approve=can_approve,
+            may_use_tools=tools,
+            may_use_agents=agents,
         )
         return record, token
 

@@ -133,7 +133,13 @@ def create_token(request: AuthedRequest) -> HttpResponse:
         return HttpResponse("A token name can only hold printable characters.", status=400)
     # Fixed at creation: a token either may run "ask" tools (each call still says so) or never.
     can_approve = request.POST.get("can_approve") in ("1", "on", "true")
-    record, token = ApiToken.issue(request.user, name, can_approve=can_approve)
+    # The page's form says which it reaches; a form without the choices (older pages) gets both.
+    chosen = request.POST.get("scopes") == "1"
+    tools = not chosen or request.POST.get("tools") in ("1", "on", "true")
+    agents = not chosen or request.POST.get("agents") in ("1", "on", "true")
+    if not tools and not agents:
+        return HttpResponse("A token must reach tools, agents or both.", status=400)
+    record, token = ApiToken.issue(request.user, name, can_approve=can_approve, tools=tools, agents=agents)
     tokens = ApiToken.objects.filter(user=request.user, revoked_at=None)
     return render(request, "toolsets/_tokens.html", {"tokens": tokens, "new_token": token, "new_record": record})
 

@@ -70,8 +70,9 @@ class Target:
     agent: AgentSpec | None = None
 
 
-def targets(user_id: int) -> dict[str, Target]:
-    """The models and agents this user may ask for, by id (blocking)."""
+def targets(user_id: int, *, agents: bool = True) -> dict[str, Target]:
+    """The models and agents this user may ask for, by id (blocking); agents only for a token
+    that may run them."""
     models = list(LLMModel.objects.filter(enabled=True).order_by("-is_default", "id"))
     if not models:
         return {}
@@ -79,7 +80,7 @@ def targets(user_id: int) -> dict[str, Target]:
     by_pk = {m.pk: m for m in models}
     for model in models:
         found.setdefault(model.name, Target(model.name, model))
-    for agent_id, state in agent_registry.availability(user_id).items():
+    for agent_id, state in agent_registry.availability(user_id).items() if agents else ():
         if state.usable:
             model = by_pk.get(state.agent.model_id or 0, models[0])
             name = AGENT_PREFIX + agent_id
@@ -110,10 +111,10 @@ async def _user(request: HttpRequest) -> tuple[Any, ApiToken | None, JsonRespons
 async def models(request: HttpRequest) -> HttpResponse:
     if request.method != "GET":
         return error(405, "Use GET.", "invalid_request_error")
-    user, _, denied = await _user(request)
+    user, record, denied = await _user(request)
     if denied is not None:
         return denied
-    found = await sync_to_async(targets)(user.pk)
+    found = await sync_to_async(targets)(user.pk, agents=record is not None and record.may_use_agents)
     data = [
         {
             "id": target.id,
@@ -135,7 +136,7 @@ async def models(request: HttpRequest) -> HttpResponse:
 async def completions(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     if request.method != "POST":
         return error(405, "Use POST.", "invalid_request_error")
-    user, _, denied = await _user(request)
+    user, record, denied = await _user(request)
     if denied is not None:
         return denied
     try:
@@ -145,7 +146,7 @@ async def completions(request: HttpRequest) -> HttpResponse | StreamingHttpRespo
         return error(400, f"The body is not valid JSON: {exc}", "invalid_request_error")
     except RequestError as exc:
         return error(400, exc.message, "invalid_request_error", param=exc.param)
-    found = await sync_to_async(targets)(user.pk)
+    found = await sync_to_async(targets)(user.pk, agents=record is not None and record.may_use_agents)
     target = found.get(body["model"])
     if target is None:
         return error(
@@ -156,7 +157,10 @@ async def completions(request: HttpRequest) -> HttpResponse | StreamingHttpRespo
             code="model_not_found",
         )
     save = bool((body.get("tessera") or {}).get("save"))
-    turn = await sync_to_async(_start)(user, target, conversation, save)
+    client = f"openai: token {record.name}" if record is not None else "openai"
+    tools = record is not None and record.may_use_tools
+    agents = record is not None and record.may_use_agents
+    turn = await sync_to_async(start)(user, target, conversation, save, client, tools, agents)
     created = int(time.time())
     completion_id = f"chatcmpl-{uuid.uuid4().hex}"
     if body.get("stream"):
@@ -167,9 +171,9 @@ async def completions(request: HttpRequest) -> HttpResponse | StreamingHttpRespo
         response["Cache-Control"] = "no-cache"
         response["X-Accel-Buffering"] = "no"  # a proxy must pass events on as they come
         return response
-    async for _ in _states(turn.pk, turn.chat_id):
+    async for _ in states(turn.pk, turn.chat_id):
         pass
-    result = await sync_to_async(_result)(turn.pk, conversation)
+    result = await sync_to_async(result_of)(turn.pk, conversation)
     if result.failed:
         status = 429 if result.error_kind == "rate_limit" else 502
         return error(status, result.error or "The turn failed.", "api_error", code=result.error_kind or None)
@@ -196,19 +200,34 @@ async def completions(request: HttpRequest) -> HttpResponse | StreamingHttpRespo
     )
 
 
-def _start(user: Any, target: Target, conversation: Conversation, save: bool) -> Turn:
-    """A chat (listed only when the caller asked to keep it) and its one turn, queued."""
+def start(
+    user: Any,
+    target: Target,
+    conversation: Conversation,
+    save: bool,
+    client: str = "openai",
+    tools: bool = True,
+    agents: bool = True,
+) -> Turn:
+    """A chat (listed only when the caller asked to keep it) and its one turn, queued. Without
+    `tools` (a token that may not run them) a model answers with none of Tessera's tools; an
+    agent always has its own (the token may run agents)."""
     agent = target.agent
     if agent is not None:
         selection = _agent_selection(user, agent)
-    else:
+    elif tools:
         defaults = UserChatDefaults.objects.filter(user=user).first()
         selection = sel.clean(defaults.enabled_tools) if defaults else sel.default_selection()
+    else:
+        selection = {}
+    if not agents:
+        selection.pop(sel.AGENTS, None)  # no subagents for a token that may not run agents
     api = {
         "messages": conversation.messages,
         "system": conversation.system,
         "tools": conversation.tools,
         "agent": agent.id if agent else "",
+        "client": client[:200],
     }
     with transaction.atomic():
         chat = Chat.objects.create(
@@ -249,7 +268,7 @@ def _redis() -> Any:
     return client
 
 
-async def _states(turn_id: int, chat_id: int) -> AsyncIterator[LiveTurn]:
+async def states(turn_id: int, chat_id: int) -> AsyncIterator[LiveTurn]:
     """The turn's live state each time it changes, until it has ended. Woken by the fragments
     its worker publishes to the chat's group (no polling while it streams)."""
     layer = get_channel_layer()
@@ -312,11 +331,11 @@ async def _stream(turn: Turn, model: str, completion_id: str, created: int, usag
     yield _chunk(completion_id, created, model, {"role": "assistant", "content": ""}, None)
     sent: dict[int, int] = {}
     order: list[int] = []
-    async for state in _states(turn.pk, turn.chat_id):
+    async for state in states(turn.pk, turn.chat_id):
         text = _delta(state, sent, order)
         if text:
             yield _chunk(completion_id, created, model, {"content": text}, None)
-    result = await sync_to_async(_result)(turn.pk, None)
+    result = await sync_to_async(result_of)(turn.pk, None)
     if result.failed:
         problem = {"message": result.error or "The turn failed.", "type": "api_error", "code": result.error_kind}
         yield b"data: " + json.dumps({"error": problem}).encode() + b"\n\n"
@@ -352,7 +371,7 @@ class Result:
     error_kind: str = ""
 
 
-def _result(turn_id: int, conversation: Conversation | None) -> Result:
+def result_of(turn_id: int, conversation: Conversation | None) -> Result:
     """The finished turn as OpenAI's response has it (blocking: from a thread)."""
     turn = Turn.objects.get(pk=turn_id)
     answers = list(

@@ -66,7 +66,13 @@ def test_user_switches_a_toolset_off_and_on(page: Page) -> None:
 def test_api_token_is_shown_once_and_can_be_revoked(page: Page) -> None:
     page.goto(page.base_url + "/toolsets/")  # type: ignore[attr-defined]
     page.fill("#token-name", "My script")
+    # A token reaches tools and agents unless told otherwise.
+    expect(page.get_by_test_id("token-tools")).to_be_checked()
+    expect(page.get_by_test_id("token-agents")).to_be_checked()
+    page.get_by_test_id("token-agents").uncheck()
     page.get_by_role("button", name="Create token").click()
+    expect(page.locator(".token-table")).to_contain_text("no agents")
+    shot(page, "api-token-created")
     token = page.get_by_test_id("new-token").locator("code").inner_text()
     assert token.startswith("tsk_")
     page.reload()

@@ -322,3 +322,28 @@ def test_tokens_page_creates_an_approving_token(user: Any) -> None:
     client.post("/toolsets/tokens/", {"name": "plain"})
     client.post("/toolsets/tokens/", {"name": "deploy", "can_approve": "1"})
     assert dict(ApiToken.objects.values_list("name", "can_approve")) == {"plain": False, "deploy": True}
+
+
+def test_the_tokens_form_chooses_what_a_token_reaches(user: Any) -> None:
+    client = Client()
+    client.force_login(user)
+    client.post("/toolsets/tokens/", {"name": "both", "scopes": "1", "tools": "1", "agents": "1"})
+    client.post("/toolsets/tokens/", {"name": "agents only", "scopes": "1", "agents": "1"})
+    client.post("/toolsets/tokens/", {"name": "older form"})  # no choices sent: both, as before
+    assert client.post("/toolsets/tokens/", {"name": "nothing", "scopes": "1"}).status_code == 400
+    scopes = {
+        name: (tools, agents)
+        for name, tools, agents in ApiToken.objects.values_list("name", "may_use_tools", "may_use_agents")
+    }
+    assert scopes == {"both": (True, True), "agents only": (False, True), "older form": (True, True)}
+
+
+def test_a_token_that_may_not_run_tools_is_refused_by_the_execution_api(user: Any) -> None:
+    _, token = ApiToken.issue(user, "agents only", tools=False)
+    response = Client().post(
+        "/toolsets/clock_math/execute/calculate",
+        {"params": {"expression": "1 + 1"}},
+        content_type="application/json",
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    assert response.status_code == 403 and "may not run tools" in response.json()["error"]["message"]

@@ -91,6 +91,7 @@ def test_a_completion_runs_tessera_tools_server_side_and_audits_them(
     # The tool ran through the executor, under the user's policies, in the audit log.
     record = ToolExecution.objects.get(turn=turn)
     assert (record.tool, record.status, record.user_id) == ("calculate", "success", user.pk)
+    assert record.client == "openai: token script"
     assert (reply.model_extra or {})["tessera"]["tool_calls"][0]["tool"] == "calculate"
     # Not asked to keep it: the conversation stays out of the chat list.
     assert not turn.chat.listed
@@ -207,3 +208,21 @@ def test_a_body_that_is_not_json_is_a_400(stack: Any, switched_on: None, token: 
         timeout=30,
     )
     assert response.status_code == 400 and "not valid JSON" in response.json()["error"]["message"]
+
+
+def test_a_token_reaches_only_what_it_was_created_for(
+    stack: Any, switched_on: None, user: Any, demo_model: Any
+) -> None:
+    no_agents = ApiToken.issue(user, "no agents", agents=False)[1]
+    ids = {model.id for model in _client(stack, no_agents).models.list()}
+    assert "tessera" in ids and not any(i.startswith("agent/") for i in ids)
+    with pytest.raises(openai.NotFoundError):
+        _client(stack, no_agents).chat.completions.create(
+            model="agent/general", messages=[{"role": "user", "content": "hi"}]
+        )
+    no_tools = ApiToken.issue(user, "no tools", tools=False)[1]
+    reply = _client(stack, no_tools).chat.completions.create(
+        model="tessera", messages=[{"role": "user", "content": "What is 12 * 34?"}]
+    )
+    turn = Turn.objects.get(pk=(reply.model_extra or {})["tessera"]["turn_id"])
+    assert turn.chat.enabled_tools == {} and not ToolExecution.objects.filter(turn=turn).exists()
