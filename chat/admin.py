@@ -156,9 +156,57 @@ class TokenUsageAdmin(admin.ModelAdmin):
         return False
 
 
+EXPOSURE_FIELDS = ("openai_api_toolsets", "openai_api_agents", "mcp_server_toolsets", "mcp_server_agents")
+
+
+class AppSettingsForm(forms.ModelForm):
+    """What the OpenAI-compatible API and the MCP server expose, as ticks (none ticked: all)."""
+
+    class Meta:
+        model = AppSettings
+        fields = list(EXPOSURE_FIELDS)  # the admin adds the rest, by its fieldsets
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        from toolsets.registry import all_toolsets
+
+        from .agents.registry import agents
+
+        toolsets = [(t.id, t.name) for t in all_toolsets().values()]
+        known_agents = [(a.id, a.name) for a in agents().values()]
+        for name in EXPOSURE_FIELDS:
+            choices = toolsets if name.endswith("toolsets") else known_agents
+            self.fields[name] = forms.MultipleChoiceField(
+                choices=choices,
+                required=False,
+                widget=forms.CheckboxSelectMultiple,
+                label=str(getattr(AppSettings._meta.get_field(name), "verbose_name", name)).capitalize(),
+                help_text="None ticked: all of them (each user still sees only what is usable for them).",
+            )
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        for name in EXPOSURE_FIELDS:
+            cleaned[name] = sorted(cleaned.get(name) or [])
+        return cleaned
+
+
 @admin.register(AppSettings)
 class AppSettingsAdmin(admin.ModelAdmin):
+    form = AppSettingsForm
     list_display = ["__str__", "default_max_tool_iterations", "max_tool_iterations_cap"]
+    fieldsets = [
+        (None, {"fields": ["default_max_tool_iterations", "max_tool_iterations_cap", "max_delegation_depth"]}),
+        ("OpenAI-compatible API", {"fields": ["openai_api", "openai_api_toolsets", "openai_api_agents"]}),
+        ("MCP server", {"fields": ["mcp_server", "mcp_server_toolsets", "mcp_server_agents"]}),
+        ("Traces", {"fields": ["trace_content"]}),
+    ]
+
+    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
+        # A setting added later shows up even before it is given a group here.
+        listed = {name for _, options in self.fieldsets for name in options["fields"]}
+        rest = [f.name for f in AppSettings._meta.fields if f.editable and f.name not in listed and f.name != "id"]
+        return [*self.fieldsets, ("Other", {"fields": rest})] if rest else self.fieldsets
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return not AppSettings.objects.exists()

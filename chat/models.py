@@ -125,6 +125,11 @@ class AppSettings(models.Model):
             "agent frameworks) under the same policies, limits and audit as the chat."
         ),
     )
+    # What each endpoint exposes: toolset ids and agent ids; empty means all of them.
+    openai_api_toolsets = models.JSONField("toolsets over the OpenAI-compatible API", default=list, blank=True)
+    openai_api_agents = models.JSONField("agents over the OpenAI-compatible API", default=list, blank=True)
+    mcp_server_toolsets = models.JSONField("toolsets over MCP", default=list, blank=True)
+    mcp_server_agents = models.JSONField("agents over MCP", default=list, blank=True)
     trace_content = models.BooleanField(
         default=False,
         help_text=(
@@ -150,6 +155,11 @@ class AppSettings(models.Model):
             obj, _ = cls.objects.get_or_create(pk=1)
             cache.set(cls.CACHE_KEY, obj)
         return obj  # type: ignore[no-any-return]
+
+    def exposes(self, endpoint: str, kind: str, item: str) -> bool:
+        """Whether `endpoint` ("openai_api", "mcp_server") offers toolset or agent `item`."""
+        chosen = getattr(self, f"{endpoint}_{kind}") or []
+        return not chosen or item in chosen
 
     def effective_iterations(self, chat: Chat) -> int:
         """The limit a turn runs with: the chat's own number when its limit is on, else the cap."""

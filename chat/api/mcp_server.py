@@ -79,12 +79,13 @@ def _client_name(ctx: Any, caller: dict[str, Any]) -> str:
 def listed_tools(user_id: int, *, tools_scope: bool = True, agents_scope: bool = True) -> list[types.Tool]:
     """What this user may call with this token, as MCP tools (blocking)."""
     available = availability.for_user(user_id)
+    app = AppSettings.load()
     admin_policies = {toolset_id: state.admin_policy for toolset_id, state in available.items()}
     policies = policy.PolicyBook(user_id, admin_policies)
     tools: list[types.Tool] = []
     for toolset in all_toolsets().values() if tools_scope else ():
         state = available.get(toolset.id)
-        if state is None or not state.usable:
+        if state is None or not state.usable or not app.exposes("mcp_server", "toolsets", toolset.id):
             continue
         for tool in toolset.tools:
             resolved = policies.get(toolset, tool).policy
@@ -110,7 +111,7 @@ def listed_tools(user_id: int, *, tools_scope: bool = True, agents_scope: bool =
                 )
             )
     for agent_id, agent_state in agent_registry.availability(user_id, toolsets=available).items():
-        if not agent_state.usable or not agents_scope:
+        if not agent_state.usable or not agents_scope or not app.exposes("mcp_server", "agents", agent_id):
             continue
         agent = agent_state.agent
         tools.append(
@@ -174,7 +175,19 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
         # Tools report from worker threads too: back onto this loop.
         loop.call_soon_threadsafe(lambda: asyncio.ensure_future(notify(text, percent)))
 
+    # What this token may call here (the list a client got): anything else is refused and
+    # audited by the executor, as a model's call to a tool it was not offered is in the chat.
+    offered = {
+        tool.name
+        for tool in await sync_to_async(listed_tools)(
+            caller["user_id"], tools_scope=caller["tools"], agents_scope=caller["agents"]
+        )
+    }
     agent = agent_registry.agent_for_tool(params.name, await sync_to_async(agent_registry.agents)())
+    if agent is not None and params.name not in offered:
+        return types.CallToolResult(
+            content=[types.TextContent(text=f"permission_denied: {agent.name} is not offered here.")], is_error=True
+        )
     if not caller["agents" if agent is not None else "tools"]:
         kind = "agents" if agent is not None else "tools"
         return types.CallToolResult(
@@ -189,6 +202,8 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
         tool_call_id=f"mcp_{ctx.request_id}"[:200],
         pre_approved=caller["can_approve"],
         progress=progress,
+        offered=offered,
+        offered_in="offered by this server",
         client=_client_name(ctx, caller),
     )
     if execution.error is not None:

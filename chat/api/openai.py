@@ -80,8 +80,9 @@ def targets(user_id: int, *, agents: bool = True) -> dict[str, Target]:
     by_pk = {m.pk: m for m in models}
     for model in models:
         found.setdefault(model.name, Target(model.name, model))
+    app = AppSettings.load()
     for agent_id, state in agent_registry.availability(user_id).items() if agents else ():
-        if state.usable:
+        if state.usable and app.exposes("openai_api", "agents", agent_id):
             model = by_pk.get(state.agent.model_id or 0, models[0])
             name = AGENT_PREFIX + agent_id
             found[name] = Target(name, model, state.agent)
@@ -222,6 +223,14 @@ def start(
         selection = {}
     if not agents:
         selection.pop(sel.AGENTS, None)  # no subagents for a token that may not run agents
+    # Only what the admin exposes over this API (an agent asked for by name is its own choice).
+    app = AppSettings.load()
+    if agent is None:
+        selection = {
+            key: ([a for a in names if app.exposes("openai_api", "agents", a)] if key == sel.AGENTS else names)
+            for key, names in selection.items()
+            if key == sel.AGENTS or app.exposes("openai_api", "toolsets", key)
+        }
     api = {
         "messages": conversation.messages,
         "system": conversation.system,

@@ -168,3 +168,23 @@ def test_a_token_reaches_only_what_it_was_created_for(stack: Any, switched_on: N
     assert refused.is_error and "may not run tools" in refused.content[0].text
     names = _run(stack, tools_only, "auto", listing)
     assert "toolset__clock_math__calculate" in names and not any(n.startswith("delegate_to_") for n in names)
+
+
+def test_the_admin_chooses_what_the_server_exposes(stack: Any, switched_on: None, token: str, user: Any) -> None:
+    settings = AppSettings.load()
+    settings.mcp_server_toolsets = ["web"]
+    settings.mcp_server_agents = ["general"]
+    settings.save()
+
+    async def work(client: Client) -> Any:
+        names = [tool.name for tool in (await client.list_tools()).tools]
+        hidden = await client.call_tool("toolset__clock_math__calculate", {"expression": "1 + 1"})
+        return names, hidden
+
+    names, hidden = _run(stack, token, "auto", work)
+    assert any(n.startswith("toolset__web__") for n in names)
+    assert not any(n.startswith("toolset__clock_math__") for n in names)
+    assert [n for n in names if n.startswith("delegate_to_")] == ["delegate_to_general"]
+    # Not listed is not callable either: refused, and in the audit log.
+    assert hidden.is_error and "permission_denied" in hidden.content[0].text
+    assert ToolExecution.objects.get(user=user, tool="calculate").error_type == "permission_denied"

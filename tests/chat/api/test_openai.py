@@ -226,3 +226,47 @@ def test_a_token_reaches_only_what_it_was_created_for(
     )
     turn = Turn.objects.get(pk=(reply.model_extra or {})["tessera"]["turn_id"])
     assert turn.chat.enabled_tools == {} and not ToolExecution.objects.filter(turn=turn).exists()
+
+
+def test_the_admin_chooses_what_the_api_exposes(stack: Any, switched_on: None, token: str, demo_model: Any) -> None:
+    settings = AppSettings.load()
+    settings.openai_api_toolsets = ["web"]
+    settings.openai_api_agents = ["researcher"]
+    settings.save()
+    ids = {model.id for model in _client(stack, token).models.list()}
+    assert {i for i in ids if i.startswith("agent/")} == {"agent/researcher"}
+    reply = _client(stack, token).chat.completions.create(
+        model="tessera", messages=[{"role": "user", "content": "What is 12 * 34?"}]
+    )
+    turn = Turn.objects.get(pk=(reply.model_extra or {})["tessera"]["turn_id"])
+    assert set(turn.chat.enabled_tools) <= {"web", "agents"}
+    assert turn.chat.enabled_tools.get("agents", ["researcher"]) == ["researcher"]
+    assert not ToolExecution.objects.filter(turn=turn, toolset="clock_math").exists()
+
+
+def test_the_admin_ticks_what_each_endpoint_exposes(admin_user: Any) -> None:
+    from django.test import Client
+
+    client = Client()
+    client.force_login(admin_user)
+    AppSettings.load()
+    page = client.get("/admin/chat/appsettings/1/change/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert 'name="mcp_server_toolsets"' in html and 'value="clock_math"' in html
+    assert 'name="openai_api_agents"' in html and 'value="researcher"' in html
+    form = {
+        "default_max_tool_iterations": 5,
+        "max_tool_iterations_cap": 25,
+        "max_delegation_depth": 1,
+        "openai_api": "on",
+        "openai_api_agents": ["researcher"],
+        "mcp_server_toolsets": ["clock_math", "web"],
+    }
+    assert client.post("/admin/chat/appsettings/1/change/", form).status_code == 302
+    saved = AppSettings.objects.get(pk=1)
+    assert saved.openai_api and saved.openai_api_agents == ["researcher"]
+    assert saved.mcp_server_toolsets == ["clock_math", "web"] and saved.mcp_server_agents == []
+    assert (
+        client.post("/admin/chat/appsettings/1/change/", {**form, "mcp_server_agents": ["nobody"]}).status_code == 200
+    )
