@@ -18,7 +18,17 @@ class LLMModelForm(SecretFieldsMixin):
 
     class Meta:
         model = LLMModel
-        fields = ["name", "model", "api_base", "api_key", "enabled", "is_default", "extra_params"]
+        fields = [
+            "name",
+            "model",
+            "api_base",
+            "api_key",
+            "enabled",
+            "is_default",
+            "extra_params",
+            "context_window",
+            "answer_reserve",
+        ]
 
 
 @admin.register(LLMModel)

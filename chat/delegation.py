@@ -148,8 +148,15 @@ class Delegator:
             {"role": "user", "content": brief},
         ]
         await db(turn_store.save_subagent_prompt)(sink.chat_id, sink.turn_id, lane, messages)
+        # A subagent fits its own context, to its own model: old results shortened (it can read
+        # them back), long texts cut; its conversation lives only for this call, so no summary.
         loop = Agent(
-            model, toolbox, sink.lane(lane), self.cancel, max_iterations=min(agent.max_iterations, self.chat_limit)
+            model,
+            toolbox,
+            sink.lane(lane),
+            self.cancel,
+            max_iterations=min(agent.max_iterations, self.chat_limit),
+            fitter=model.fitter() if hasattr(model, "fitter") else None,
         )
         outcome = await loop.run(messages)
         sink.subagent_usage.add(outcome.usage)

@@ -350,7 +350,12 @@ class TurnSink:
     async def notice(self, kind: str, text: str, lane: str = "") -> None:
         if lane:
             return  # a subagent's notices (its own tool limit…) are its card's business, not the turn's
-        self.live.notices.append(redact(text))
+        if kind == "summary":
+            # The running summary the model now reads instead of the earlier messages: shown
+            # as a marker the reader can open (chat/_turn_state.html).
+            self.live.notices.append({"summary": redact(text)})
+        else:
+            self.live.notices.append(redact(text))
         await self.flush(presenters.turn_state_fragment(self.live))
 
     # --- delegation ---------------------------------------------------------------------------

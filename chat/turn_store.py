@@ -182,7 +182,7 @@ def finish(
     iterations: int,
     error: str,
     error_kind: str,
-    notices: list[str],
+    notices: list[str | dict[str, str]],
     prompt_tokens: int,
     completion_tokens: int,
     first_token_at: float | None,

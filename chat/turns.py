@@ -23,6 +23,7 @@ from toolsets.sources import SourceBook
 from . import live, presenters, turn_store, worker_loop
 from .agents import AgentSpec
 from .approvals import Asker
+from .compaction import StoredSummarizer
 from .delegation import Delegator
 from .events import FINAL_SEQ, send_fragment
 from .live import LiveTurn
@@ -132,7 +133,11 @@ async def _run_claimed(turn: Turn, redis: Any, watch: TurnWatch) -> None:
         await db(toolbox.prepare)()
         if toolbox.skipped:
             await sink.notice("skipped", "Not available for this answer: " + ", ".join(toolbox.skipped) + ".")
-        agent = Agent(_model(llm), toolbox, sink, cancel, max_iterations=chat_limit)
+        model = _model(llm)
+        # The running summary is written by the admin's summary model, else the chat's.
+        summary_llm = await db(_summary_model)(app)
+        summarizer = StoredSummarizer(chat.pk, _model(summary_llm) if summary_llm else model)
+        agent = Agent(model, toolbox, sink, cancel, max_iterations=chat_limit, fitter=model.fitter(summarizer))
         prompt = {"role": "system", "content": system_prompt(timezone.now(), user_name(chat.owner))}
         outcome = await agent.run([prompt, *messages])
         # Stopped by the worker's shutdown (its grace period ran out), not by the reader.
@@ -158,8 +163,15 @@ def _model(llm: LLMModel) -> Any:
             retries=int(settings.TESSERA["PROVIDER_RETRIES"]),
             backoff_s=settings.TESSERA["PROVIDER_BACKOFF_S"],
             fast_path=bool(settings.TESSERA["FAST_PATH"]),
+            context_limit=llm.context_window,
+            answer_reserve=llm.answer_reserve,
         )
     )
+
+
+def _summary_model(app: AppSettings) -> LLMModel | None:
+    chosen = app.summary_model
+    return chosen if chosen is not None and chosen.enabled else None
 
 
 async def interrupt(turn: Turn, redis: Any) -> bool:

@@ -12,6 +12,7 @@ the same loop below, so retries, errors, usage and finish reasons behave the sam
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -29,6 +30,7 @@ from core import metrics
 
 from . import openai_stream
 from .accumulator import ToolCallAccumulator, get_field
+from .context import Budget, Fitter, Summarizer
 from .exceptions import ProviderError
 from .provider_errors import (
     ABORT_ERRORS,
@@ -95,6 +97,35 @@ class ModelConfig:
     max_wait_s: float = MAX_RETRY_WAIT_S
     # Read OpenAI-compatible streams without LiteLLM's per-chunk wrapper (TESSERA_FAST_PATH).
     fast_path: bool = True
+    # The admin's context window override (input tokens) and answer reserve; None: from
+    # LiteLLM's model info (see `context_budget`).
+    context_limit: int | None = None
+    answer_reserve: int | None = None
+
+
+# The answer reserve when neither the admin nor LiteLLM's model info gives one.
+DEFAULT_RESERVE = 4096
+
+
+def context_budget(config: ModelConfig) -> Budget:
+    """The model's input budget: the admin's override, else LiteLLM's `max_input_tokens` (or
+    `max_tokens`) for the model; the answer's reserve: the admin's, else the answer length the
+    request asks for (`max_tokens` in the extra parameters), else the model's maximum output
+    capped at DEFAULT_RESERVE and at a quarter of the window."""
+    info: dict[str, Any] = {}
+    try:
+        info = dict(litellm.get_model_info(config.model))
+    except Exception:  # LiteLLM raises for models it does not know: the budget is then unknown
+        pass
+    limit = config.context_limit or _count(info.get("max_input_tokens")) or _count(info.get("max_tokens")) or None
+    if config.answer_reserve is not None:
+        reserve = config.answer_reserve
+    else:
+        asked = _count(config.extra.get("max_tokens")) or _count(config.extra.get("max_completion_tokens"))
+        reserve = asked or min(_count(info.get("max_output_tokens")) or DEFAULT_RESERVE, DEFAULT_RESERVE)
+        if limit:
+            reserve = min(reserve, limit // 4)
+    return Budget(limit, reserve)
 
 
 class LiteLLMModel:
@@ -108,6 +139,27 @@ class LiteLLMModel:
         self.route = openai_stream.resolve(config) if config.fast_path and completion is None else None
         self._received = _Received()
         self.requests = 0  # HTTP requests this model has made, retries included
+        self.budget = context_budget(config)
+
+    def count_message(self, message: dict[str, Any]) -> int:
+        """A message's tokens as LiteLLM counts them for this model (its tokenizer when it knows
+        one, else tiktoken's); a little over a provider's own count, since each is counted as a
+        request of its own."""
+        try:
+            return int(litellm.token_counter(model=self.config.model, messages=[message]))
+        except Exception:  # an odd part LiteLLM cannot count: about four characters a token
+            return len(json.dumps(message, default=str)) // 4 + 4
+
+    def count_tools(self, tools: list[dict[str, Any]]) -> int:
+        try:
+            with_tools = litellm.token_counter(model=self.config.model, messages=[], tools=tools)  # type: ignore[arg-type]
+            return int(with_tools) - int(litellm.token_counter(model=self.config.model, messages=[]))
+        except Exception:
+            return len(json.dumps(tools, default=str)) // 4
+
+    def fitter(self, summarizer: Summarizer | None = None) -> Fitter:
+        """What fits requests to this model's context (see chat.agent.context)."""
+        return Fitter(self.budget, self.count_message, self.count_tools, summarizer)
 
     def _kwargs(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> dict[str, Any]:
         kwargs: dict[str, Any] = dict(self.config.extra)

@@ -25,6 +25,7 @@ from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar
 
+from .context import READ_SPEC, READ_TOOL, Fitted, Fitter, read_back
 from .exceptions import Cancelled, Finished, ProviderError
 from .transcript import CallIds, call_ids, canonical
 from .types import AssistantMessage, Completed, StreamEvent, TextDelta, ToolCall, ToolCallOpened, ToolResult, Usage
@@ -42,6 +43,13 @@ FINISH_NOTICES = {
     "content_filter": "The answer was stopped by the provider's content filter.",
 }
 EMPTY_NOTICE = "The model ended its answer without writing anything."
+# What the reader is told when a request was fitted to the model's context (once a turn each).
+COMPACTED_NOTICE = "Older tool results were shortened for the model to fit its context; it can read them again."
+REFERRED_NOTICE = "Files and images read earlier were referred to, not sent again, to fit the model's context."
+CUT_NOTICE = "Some long texts were cut to fit the model's context."
+RETRY_NOTICE = "The provider found the conversation too long for the model: it was fitted and sent again."
+# On a context-length error, the request is fitted again to this share of what was sent.
+RETRY_SHARE = 0.75
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -110,7 +118,13 @@ class Outcome:
 
 class Agent:
     def __init__(
-        self, model: Model, tools: ToolBox, sink: EventSink, cancel: CancelToken, max_iterations: int = 5
+        self,
+        model: Model,
+        tools: ToolBox,
+        sink: EventSink,
+        cancel: CancelToken,
+        max_iterations: int = 5,
+        fitter: Fitter | None = None,
     ) -> None:
         self.model = model
         self.tools = tools
@@ -124,6 +138,10 @@ class Agent:
         self.finish_reason: str | None = None
         self._limit_sent = False
         self._ids = CallIds()
+        # Fits each request to the model's context window; None: requests go out whole.
+        self.fitter = fitter
+        self._read_offered = False  # read_tool_result stays offered once it has been
+        self._told: set[str] = set()  # fitting notices already given this turn
 
     async def run(self, messages: list[dict[str, Any]]) -> Outcome:
         self.messages = canonical(list(messages))
@@ -155,7 +173,8 @@ class Agent:
         step = self.step_index
         self.step_index += 1
         await self.sink.step_started(step)
-        message = await self.query(step, tools)
+        request, tools = await self.fit(tools)
+        message = await self.query(step, tools, request)
         if message.tool_calls and tools is None:
             # Some providers emit calls even when none were offered; there is nothing to run
             # them with, and an unanswered call would make the transcript invalid.
@@ -179,9 +198,42 @@ class Agent:
         if any(result.cancelled for result in results):
             raise Cancelled
 
-    async def query(self, step: int, tools: list[dict[str, Any]] | None) -> AssistantMessage:
-        async def consume() -> AssistantMessage:
-            stream = self.model.stream(self.messages, tools)
+    async def fit(
+        self, tools: list[dict[str, Any]] | None, limit: int | None = None
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
+        """The request for the next model call (messages, tools): the transcript fitted to the
+        model's context, with the read-back tool once an old result has been shortened."""
+        if self.fitter is None:
+            return self.messages, tools
+        # The read-back tool is counted in whenever it could be offered (not past the tool limit).
+        may_read = tools is not None or not self._limit_sent
+        with_read = [*(tools or []), READ_SPEC] if may_read else tools
+        fitted = await self.fitter.fit(self.messages, with_read, limit=limit)
+        self.usage.add(fitted.usage)
+        await self._tell(fitted)
+        if may_read and (fitted.compacted or self._read_offered):
+            self._read_offered = True
+            return fitted.messages, with_read
+        return fitted.messages, tools
+
+    async def _tell(self, fitted: Fitted) -> None:
+        if fitted.summary_made or (fitted.summary and "summary" not in self._told):
+            self._told.add("summary")
+            await self.sink.notice("summary", fitted.summary)
+        for kind, done, text in (
+            ("compacted", fitted.compacted, COMPACTED_NOTICE),
+            ("referred", fitted.referred, REFERRED_NOTICE),
+            ("cut", fitted.cut, CUT_NOTICE),
+        ):
+            if done and kind not in self._told:
+                self._told.add(kind)
+                await self.sink.notice(kind, text)
+
+    async def query(
+        self, step: int, tools: list[dict[str, Any]] | None, request: list[dict[str, Any]] | None = None
+    ) -> AssistantMessage:
+        async def consume(messages: list[dict[str, Any]], offered: list[dict[str, Any]] | None) -> AssistantMessage:
+            stream = self.model.stream(messages, offered)
             try:
                 async for event in stream:
                     if isinstance(event, TextDelta):
@@ -195,7 +247,18 @@ class Agent:
             raise ProviderError("The model provider ended the response without finishing it.", kind="incomplete")
 
         try:
-            message = await self._unless_cancelled(consume())
+            try:
+                sent = request if request is not None else self.messages
+                message = await self._unless_cancelled(consume(sent, tools))
+            except ProviderError as exc:
+                # The provider counts differently, or the budget is unknown: one more try,
+                # fitted to a share of what was refused. Nothing has reached the reader yet.
+                if exc.kind != "context_window" or self.fitter is None or self.model.partial.content:
+                    raise
+                refused = self.fitter.total(sent, tools)
+                await self.sink.notice("retry", RETRY_NOTICE)
+                messages, retry_tools = await self.fit(tools, limit=int(refused * RETRY_SHARE))
+                message = await self._unless_cancelled(consume(messages, retry_tools))
         except Cancelled:
             partial = AssistantMessage(content=self.model.partial.content, usage=self.model.partial.usage)
             self.usage.add(partial.usage)
@@ -218,7 +281,10 @@ class Agent:
 
         async def run_one(position: int, call: ToolCall) -> None:
             try:
-                result = await self.tools.run(call, step, position)
+                if call.name == READ_TOOL and self.fitter is not None:
+                    result = self._read_back(call)
+                else:
+                    result = await self.tools.run(call, step, position)
             except Exception as exc:  # a toolbox bug must still end as this call's error result
                 result = ToolResult(call.id, f"Error: {type(exc).__name__}: {exc}", is_error=True)
             results[position] = result
@@ -256,6 +322,14 @@ class Agent:
                 results[position] = result
                 await self.sink.tool_finished(step, position, call, result)
         return [r for r in results if r is not None]
+
+    def _read_back(self, call: ToolCall) -> ToolResult:
+        try:
+            arguments = call.parsed_arguments()
+        except ValueError as exc:
+            return ToolResult(call.id, f"Error: {exc}", is_error=True)
+        text, is_error = read_back(self.messages, arguments)
+        return ToolResult(call.id, text, is_error=is_error, data={"arguments": call.arguments})
 
     async def _unless_cancelled(self, work: Awaitable[T]) -> T:
         task = asyncio.ensure_future(work)

@@ -94,7 +94,7 @@ def turn(
     *,
     status: str,
     steps: list[dict[str, Any]],
-    notices: Iterable[str] = (),
+    notices: Iterable[str | dict[str, str]] = (),
     error: str = "",
     seq: int = 0,
     finish_reason: str | None = None,
