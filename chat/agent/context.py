@@ -221,8 +221,9 @@ class Fitter:
         request = self._with_summary(current, head, covered, text)
         if self._tokens(request) > room:
             # A new span: up to the first exchange after which the rest takes at most half the
-            # room, so the summary is reused for many calls while the chat grows again.
-            allowance = room // 2
+            # room the system prompt leaves, so the summary is reused for many calls while the
+            # chat grows again.
+            allowance = max(0, room - self._tokens(current[:head])) // 2
             later = [s for s in starts if s > covered]
             if later:
                 target = later[-1]

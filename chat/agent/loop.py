@@ -170,10 +170,11 @@ class Agent:
                 self.messages.append({"role": "system", "content": LIMIT_MESSAGE})
                 await self.sink.system_message(self.step_index, LIMIT_MESSAGE)
                 await self.sink.notice("limit", LIMIT_NOTICE.format(limit=self.max_iterations))
+        # Fitted before the step is shown: a summary being written is part of getting ready.
+        request, tools = await self.fit(tools)
         step = self.step_index
         self.step_index += 1
         await self.sink.step_started(step)
-        request, tools = await self.fit(tools)
         message = await self.query(step, tools, request)
         if message.tool_calls and tools is None:
             # Some providers emit calls even when none were offered; there is nothing to run

@@ -1,0 +1,94 @@
+"""A chat that outgrew its model: the running summary's marker, "Earlier messages summarized",
+with the summary expandable, live and after a reload; the summary is written once and reused by
+the next turn. A real worker streams from the replay server, whose model takes 5 000 tokens."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from chat.compaction import INSTRUCTIONS
+from chat.models import Chat, ContextSummary, LLMModel, Message, Turn
+from tests.providers.replay import ReplayServer
+from tests.providers.shapes import answer
+
+from .conftest import send, send_and_wait, shot, wait_socket, wait_turn_done
+
+pytestmark = pytest.mark.e2e
+
+SUMMARY = "The user asked about six rivers; the assistant described each <b>at length</b>."
+
+
+@pytest.fixture
+def replay() -> Iterator[ReplayServer]:
+    server = ReplayServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def long_chat(e2e_user: Any, replay: ReplayServer) -> Chat:
+    model = LLMModel.objects.create(
+        name="Small",
+        model="openai/replay",
+        api_base=replay.base_url,
+        api_key="sk-replay",
+        context_window=5000,
+        answer_reserve=300,
+    )
+    chat = Chat.objects.create(owner=e2e_user, model=model, title="Rivers")
+    for i in range(6):
+        turn = Turn.objects.create(chat=chat, model=model, status=Turn.Status.COMPLETED)
+        Message.objects.create(chat=chat, turn=turn, role="user", content=f"Tell me about river {i}.")
+        long = " ".join(f"river{i}fact{j}" for j in range(300))
+        Message.objects.create(chat=chat, turn=turn, step=0, role="assistant", content=long)
+    return chat
+
+
+def test_the_summary_marker_opens_on_the_summary_live_and_after_reload(
+    page: Page, long_chat: Chat, replay: ReplayServer
+) -> None:
+    replay.play(answer(SUMMARY), answer("Rivers flow to the sea."), answer("The Nile is long."))
+    page.goto(f"{page.base_url}/chats/{long_chat.pk}/")  # type: ignore[attr-defined]
+    wait_socket(page)
+    send(page, "Which was longest?")
+    page.wait_for_function("() => document.querySelectorAll('.turn').length > 6")
+    wait_turn_done(page)
+
+    marker = page.locator(".turn").last.get_by_test_id("context-summary")
+    expect(marker).to_have_count(1)
+    expect(marker.locator("summary")).to_have_text("Earlier messages summarized")
+    text = marker.locator(".context-summary-text")
+    expect(text).to_be_hidden()
+    marker.locator("summary").click()
+    # Model output shown as text: the markup it wrote is not markup on the page.
+    expect(text).to_have_text(SUMMARY)
+    expect(text.locator("b")).to_have_count(0)
+    shot(page, "context-summary-live")
+
+    page.reload()
+    wait_socket(page)
+    marker = page.locator(".turn").last.get_by_test_id("context-summary")
+    expect(marker.locator("summary")).to_have_text("Earlier messages summarized")
+    marker.locator("summary").click()
+    expect(marker.locator(".context-summary-text")).to_have_text(SUMMARY)
+    shot(page, "context-summary-reloaded")
+
+    # What the provider was sent: first the summary request, then the fitted chat.
+    to_summarize, fitted = replay.requests[0].messages, replay.requests[1].messages
+    assert to_summarize[0]["content"] == INSTRUCTIONS
+    assert "river0fact1" in to_summarize[1]["content"]
+    assert fitted[0]["role"] == "system" and fitted[0]["content"].endswith(SUMMARY)
+    assert not any("river0fact1" in str(m["content"]) for m in fitted)
+    assert fitted[-1] == {"role": "user", "content": "Which was longest?"}
+    # The chat itself is whole: the page shows every exchange.
+    assert Message.objects.filter(chat=long_chat).count() == 14
+
+    # The next turn reuses the stored summary instead of writing another one.
+    send_and_wait(page, "And the shortest?")
+    assert ContextSummary.objects.filter(chat=long_chat).count() == 1
+    assert len(replay.requests) == 3
+    assert replay.requests[2].messages[0]["content"].endswith(SUMMARY)
