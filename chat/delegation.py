@@ -17,6 +17,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from chat.agent.catalogue import ToolBudget
 from chat.agent.loop import Agent, CancelToken, Model, Outcome
 from chat.agent.types import ToolCall, ToolResult
 from core.redact import redact
@@ -51,8 +52,10 @@ class Delegator:
         sources: SourceBook,
         depth: int = 0,
         lane: str = "",
+        tool_budget: ToolBudget | None = None,
     ) -> None:
         self.sink = sink
+        self.tool_budget = tool_budget
         self.cancel = cancel
         self.model_for = model_for
         self.user_id = user_id
@@ -124,6 +127,7 @@ class Delegator:
                 sources=self.sources,
                 depth=self.depth + 1,
                 lane=lane,
+                tool_budget=self.tool_budget,
             )
 
         async def progress(step: int, position: int, text: str, percent: float | None) -> None:
@@ -157,6 +161,7 @@ class Delegator:
             self.cancel,
             max_iterations=min(agent.max_iterations, self.chat_limit),
             fitter=model.fitter() if hasattr(model, "fitter") else None,
+            tool_budget=self.tool_budget,
         )
         outcome = await loop.run(messages)
         sink.subagent_usage.add(outcome.usage)

@@ -15,6 +15,7 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
+from chat.agent.catalogue import ToolBudget
 from chat.agent.loop import Agent, CancelToken, Outcome
 from core import logs, metrics
 from toolsets.files import transcript as files_transcript
@@ -119,6 +120,7 @@ async def _run_claimed(turn: Turn, redis: Any, watch: TurnWatch) -> None:
                 chat_limit=chat_limit,
                 max_depth=app.max_delegation_depth,
                 sources=sources,
+                tool_budget=tool_budget(app),
             )
         toolbox = ChatToolBox(
             user_id=chat.owner_id,
@@ -137,7 +139,15 @@ async def _run_claimed(turn: Turn, redis: Any, watch: TurnWatch) -> None:
         # The running summary is written by the admin's summary model, else the chat's.
         summary_llm = await db(_summary_model)(app)
         summarizer = StoredSummarizer(chat.pk, _model(summary_llm) if summary_llm else model)
-        agent = Agent(model, toolbox, sink, cancel, max_iterations=chat_limit, fitter=model.fitter(summarizer))
+        agent = Agent(
+            model,
+            toolbox,
+            sink,
+            cancel,
+            max_iterations=chat_limit,
+            fitter=model.fitter(summarizer),
+            tool_budget=tool_budget(app),
+        )
         prompt = {"role": "system", "content": system_prompt(timezone.now(), user_name(chat.owner))}
         outcome = await agent.run([prompt, *messages])
         # Stopped by the worker's shutdown (its grace period ran out), not by the reader.
@@ -167,6 +177,10 @@ def _model(llm: LLMModel) -> Any:
             answer_reserve=llm.answer_reserve,
         )
     )
+
+
+def tool_budget(app: AppSettings) -> ToolBudget:
+    return ToolBudget(count=app.tool_catalogue_count, tokens=app.tool_catalogue_tokens)
 
 
 def _summary_model(app: AppSettings) -> LLMModel | None:

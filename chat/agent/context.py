@@ -133,6 +133,9 @@ class Fitter:
             value = self._counted[key] = self._count(message)
         return value
 
+    def count_tools(self, tools: list[dict[str, Any]]) -> int:
+        return self._count_tools(tools) if tools else 0
+
     def total(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> int:
         return sum(self.count(m) for m in messages) + (self._count_tools(tools) if tools else 0)
 

@@ -20,11 +20,13 @@ owns the transcript and the rules:
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar
 
+from .catalogue import FIND_SPEC, FIND_TOOL, ToolBudget, catalogue, find, name_of
 from .context import READ_SPEC, READ_TOOL, Fitted, Fitter, read_back
 from .exceptions import Cancelled, Finished, ProviderError
 from .transcript import CallIds, call_ids, canonical
@@ -125,6 +127,7 @@ class Agent:
         cancel: CancelToken,
         max_iterations: int = 5,
         fitter: Fitter | None = None,
+        tool_budget: ToolBudget | None = None,
     ) -> None:
         self.model = model
         self.tools = tools
@@ -142,6 +145,11 @@ class Agent:
         self.fitter = fitter
         self._read_offered = False  # read_tool_result stays offered once it has been
         self._told: set[str] = set()  # fitting notices already given this turn
+        # Past this budget the model gets a catalogue and find_tools instead of every definition.
+        self.tool_budget = tool_budget
+        self._catalogue = ""  # the catalogue added to the system prompt ("" when not needed)
+        self._all_specs: list[dict[str, Any]] = []
+        self._found: set[str] = set()  # definitions find_tools brought in, offered for the turn
 
     async def run(self, messages: list[dict[str, Any]]) -> Outcome:
         self.messages = canonical(list(messages))
@@ -161,7 +169,7 @@ class Agent:
     async def step(self) -> None:
         if self.cancel.is_set():
             raise Cancelled
-        specs = self.tools.specs()
+        specs = self._offered(self.tools.specs())
         tools: list[dict[str, Any]] | None = specs or None
         if tools and self.iterations >= self.max_iterations:
             tools = None
@@ -204,18 +212,42 @@ class Agent:
     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
         """The request for the next model call (messages, tools): the transcript fitted to the
         model's context, with the read-back tool once an old result has been shortened."""
+        base = self._with_catalogue(self.messages)
         if self.fitter is None:
-            return self.messages, tools
+            return base, tools
         # The read-back tool is counted in whenever it could be offered (not past the tool limit).
         may_read = tools is not None or not self._limit_sent
         with_read = [*(tools or []), READ_SPEC] if may_read else tools
-        fitted = await self.fitter.fit(self.messages, with_read, limit=limit)
+        fitted = await self.fitter.fit(base, with_read, limit=limit)
         self.usage.add(fitted.usage)
         await self._tell(fitted)
         if may_read and (fitted.compacted or self._read_offered):
             self._read_offered = True
             return fitted.messages, with_read
         return fitted.messages, tools
+
+    def _offered(self, specs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The definitions the next call offers: all of them within the tool budget; past it,
+        find_tools and what it found (in the toolbox's order, so the list is stable)."""
+        if self.tool_budget is None or not specs:
+            return specs
+        if not self._catalogue:
+            tokens = self.fitter.count_tools(specs) if self.fitter else len(json.dumps(specs)) // 4
+            if not self.tool_budget.exceeded(specs, tokens):
+                return specs
+            self._catalogue = catalogue(specs)
+        self._all_specs = specs
+        return [FIND_SPEC, *(spec for spec in specs if name_of(spec) in self._found)]
+
+    def _with_catalogue(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The catalogue joins the system prompt (a copy: the transcript keeps neither), so
+        the request starts with the same text on every call of the turn."""
+        if not self._catalogue:
+            return messages
+        if messages and messages[0].get("role") == "system" and isinstance(messages[0].get("content"), str):
+            first = {**messages[0], "content": f"{messages[0]['content']}\n\n{self._catalogue}"}
+            return [first, *messages[1:]]
+        return [{"role": "system", "content": self._catalogue}, *messages]
 
     async def _tell(self, fitted: Fitted) -> None:
         if fitted.summary_made or (fitted.summary and "summary" not in self._told):
@@ -284,6 +316,8 @@ class Agent:
             try:
                 if call.name == READ_TOOL and self.fitter is not None:
                     result = self._read_back(call)
+                elif call.name == FIND_TOOL and self._catalogue:
+                    result = self._find(call)
                 else:
                     result = await self.tools.run(call, step, position)
             except Exception as exc:  # a toolbox bug must still end as this call's error result
@@ -323,6 +357,15 @@ class Agent:
                 results[position] = result
                 await self.sink.tool_finished(step, position, call, result)
         return [r for r in results if r is not None]
+
+    def _find(self, call: ToolCall) -> ToolResult:
+        try:
+            arguments = call.parsed_arguments()
+        except ValueError as exc:
+            return ToolResult(call.id, f"Error: {exc}", is_error=True)
+        found, text = find(self._all_specs, arguments)
+        self._found.update(found)
+        return ToolResult(call.id, text, is_error=text.startswith("Error"), data={"arguments": call.arguments})
 
     def _read_back(self, call: ToolCall) -> ToolResult:
         try:
