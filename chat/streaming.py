@@ -380,6 +380,7 @@ class TurnSink:
         tokens = {
             "prompt_tokens": outcome.usage.prompt_tokens + self.subagent_usage.prompt_tokens,
             "completion_tokens": outcome.usage.completion_tokens + self.subagent_usage.completion_tokens,
+            "cached_tokens": outcome.usage.cached_tokens + self.subagent_usage.cached_tokens,
         }
         self.live.finish(str(status), error=error, finish_reason=outcome.finish_reason, usage=tokens)
         await self._checkpoint_done()

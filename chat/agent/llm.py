@@ -140,6 +140,7 @@ class LiteLLMModel:
         self._received = _Received()
         self.requests = 0  # HTTP requests this model has made, retries included
         self.budget = context_budget(config)
+        self.cache_markers = takes_cache_markers(config.model)
 
     def count_message(self, message: dict[str, Any]) -> int:
         """A message's tokens as LiteLLM counts them for this model (its tokenizer when it knows
@@ -168,6 +169,8 @@ class LiteLLMModel:
         kwargs.setdefault("stream_options", {"include_usage": True})
         if self._server_key() in _NO_STREAM_OPTIONS:
             kwargs.pop("stream_options", None)
+        if self.cache_markers:
+            messages = with_cache_markers(messages)
         kwargs.update(
             model=self.config.model,
             messages=messages,
@@ -280,6 +283,7 @@ class LiteLLMModel:
                     received.usage = Usage(
                         prompt_tokens=_count(get_field(usage, "prompt_tokens")),
                         completion_tokens=_count(get_field(usage, "completion_tokens")),
+                        cached_tokens=_cached(usage),
                     )
                 choices = get_field(chunk, "choices")
                 if not choices:
@@ -364,6 +368,54 @@ def _counted_usage(
         log.debug("Counting tokens for %s failed", model, exc_info=True)
         return Usage()
     return Usage(prompt_tokens=_count(prompt), completion_tokens=_count(completion))
+
+
+def _cached(usage: Any) -> int:
+    """Prompt tokens read from the provider's cache: OpenAI's `prompt_tokens_details`, which
+    LiteLLM fills for other providers too, else Anthropic's own `cache_read_input_tokens`."""
+    details = get_field(usage, "prompt_tokens_details")
+    cached = _count(get_field(details, "cached_tokens")) if details else 0
+    return cached or _count(get_field(usage, "cache_read_input_tokens"))
+
+
+# Providers whose requests carry explicit cache markers (Anthropic's `cache_control`), as LiteLLM
+# passes them on; the others cache a repeated prefix by themselves (OpenAI, DeepSeek, Gemini…).
+_MARKED_PROVIDERS = {"anthropic", "bedrock", "vertex_ai", "vertex_ai_beta"}
+
+
+def takes_cache_markers(model: str) -> bool:
+    try:
+        from litellm.utils import supports_prompt_caching
+
+        provider = litellm.get_llm_provider(model)[1]
+        return provider in _MARKED_PROVIDERS and "claude" in model.lower() and bool(supports_prompt_caching(model))
+    except Exception:  # a model LiteLLM cannot place: no markers, nothing lost
+        return False
+
+
+def with_cache_markers(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A copy with cache breakpoints after the stable prefix (tools, the system prompt with its
+    catalogue and summary) and after the newest question, so the next call of the turn reads
+    both from the cache."""
+    marked = list(messages)
+    head = 0
+    while head < len(marked) and marked[head].get("role") == "system":
+        head += 1
+    places = [head - 1] if head else []
+    if marked and marked[-1].get("role") == "user" and len(marked) - 1 not in places:
+        places.append(len(marked) - 1)
+    for index in places:
+        content = marked[index].get("content")
+        if isinstance(content, str) and content:
+            blocks: list[Any] = [{"type": "text", "text": content}]
+        elif isinstance(content, list) and content:
+            blocks = [dict(part) if isinstance(part, dict) else part for part in content]
+        else:
+            continue
+        if isinstance(blocks[-1], dict):
+            blocks[-1] = {**blocks[-1], "cache_control": {"type": "ephemeral"}}
+        marked[index] = {**marked[index], "content": blocks}
+    return marked
 
 
 def _count(value: Any) -> int:
