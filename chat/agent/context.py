@@ -157,11 +157,10 @@ class Fitter:
             if self._tokens(compacted) <= room:
                 break
         fitted = Fitted(compacted, compacted=count)
-        if self._tokens(compacted) > room:
-            compacted, fitted.referred = refer_to_files(compacted)
-            fitted.messages = compacted
         if self._tokens(compacted) > room and self.summarizer is not None:
             await self._summarize(messages, fitted, room)
+        if self._tokens(fitted.messages) > room:
+            fitted.messages, fitted.referred = refer_to_files(fitted.messages)
         if self._tokens(fitted.messages) > room:
             fitted.messages, fitted.cut = self._cut(fitted.messages, room)
         fitted.tokens = self.total(fitted.messages, tools)
@@ -293,7 +292,7 @@ def refer_to_files(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]]
             kind = part.get("type") if isinstance(part, dict) else None
             if kind in ("image_url", "file", "input_audio"):
                 referred += 1
-                parts.append({"type": "text", "text": f"[{_part_name(part)} shown earlier; not repeated]"})
+                parts.append({"type": "text", "text": f"[{_part_name(part)} shown earlier; not sent again]"})
             else:
                 parts.append(part)
         if parts != content:

@@ -196,5 +196,20 @@ def test_images_before_the_last_question_are_referred_to() -> None:
     ]
     fitted, referred = refer_to_files(messages)
     assert referred == 1
-    assert fitted[0]["content"][1] == {"type": "text", "text": "[An image shown earlier; not repeated]"}
+    assert fitted[0]["content"][1] == {"type": "text", "text": "[An image shown earlier; not sent again]"}
     assert fitted[2] == messages[2]
+
+
+async def test_images_read_earlier_are_referred_to_only_when_the_request_is_too_long() -> None:
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64," + "A" * 4000}}
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": [{"type": "text", "text": "look"}, image]},
+        {"role": "assistant", "content": "A cat."},
+        {"role": "user", "content": [{"type": "text", "text": "and this"}, image]},
+    ]
+    fitter = Fitter(Budget(3000, 0), lambda m: len(json.dumps(m)) // 4, lambda t: 0)
+    assert (await fitter.fit(messages, None)).referred == 0
+    fitter = Fitter(Budget(1500, 0), lambda m: len(json.dumps(m)) // 4, lambda t: 0)
+    fitted = await fitter.fit(messages, None)
+    assert fitted.referred == 1 and fitted.tokens <= 1500
+    assert fitted.messages[2] == messages[2]
