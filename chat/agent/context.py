@@ -123,14 +123,18 @@ class Fitter:
         self._count_tools = count_tools
         self.summarizer = summarizer
         self.keep_steps = keep_steps
-        # Counting a message is the costly part of fitting: each distinct message once.
-        self._counted: dict[str, int] = {}
+        # Counting is the costly part of fitting, and every call sees the same messages again:
+        # each message object is counted once (the transcript's are never changed in place; the
+        # object is kept with its count, so a reused id cannot be mistaken for it).
+        self._counted: dict[int, tuple[dict[str, Any], int]] = {}
+        self._stubs: dict[int, tuple[dict[str, Any], dict[str, Any] | None]] = {}
 
     def count(self, message: dict[str, Any]) -> int:
-        key = json.dumps(message, sort_keys=True, default=str)
-        value = self._counted.get(key)
-        if value is None:
-            value = self._counted[key] = self._count(message)
+        known = self._counted.get(id(message))
+        if known is not None and known[0] is message:
+            return known[1]
+        value = self._count(message)
+        self._counted[id(message)] = (message, value)
         return value
 
     def count_tools(self, tools: list[dict[str, Any]]) -> int:
@@ -192,15 +196,26 @@ class Fitter:
             content = message.get("content")
             if message.get("role") != "tool" or not isinstance(content, str):
                 continue
-            handle = str(message.get("tool_call_id", ""))
-            short = stub(names.get(handle, "a tool"), handle, content)
-            if len(short) >= len(content):
+            replaced = self._stub_of(message, names)
+            if replaced is None:
                 continue
-            replaced = {**message, "content": short}
             total += self.count(replaced) - self.count(message)
             result[index] = replaced
             count += 1
         return result, count
+
+    def _stub_of(self, message: dict[str, Any], names: dict[str, str]) -> dict[str, Any] | None:
+        """The stub message of a tool result, made once per result (each call of a turn would
+        make the same one again, and count it again)."""
+        known = self._stubs.get(id(message))
+        if known is not None and known[0] is message:
+            return known[1]
+        handle = str(message.get("tool_call_id", ""))
+        content = str(message.get("content"))
+        short = stub(names.get(handle, "a tool"), handle, content)
+        replaced = {**message, "content": short} if len(short) < len(content) else None
+        self._stubs[id(message)] = (message, replaced)
+        return replaced
 
     async def _summarize(self, original: list[dict[str, Any]], fitted: Fitted, room: int) -> None:
         """Step 2: the request becomes the leading system messages with the running summary,

@@ -12,6 +12,7 @@ the same loop below, so retries, errors, usage and finish reasons behave the sam
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import os
@@ -146,10 +147,7 @@ class LiteLLMModel:
         """A message's tokens as LiteLLM counts them for this model (its tokenizer when it knows
         one, else tiktoken's); a little over a provider's own count, since each is counted as a
         request of its own."""
-        try:
-            return int(litellm.token_counter(model=self.config.model, messages=[message]))
-        except Exception:  # an odd part LiteLLM cannot count: about four characters a token
-            return len(json.dumps(message, default=str)) // 4 + 4
+        return _message_tokens(self.config.model, json.dumps(message, sort_keys=True, default=str))
 
     def count_tools(self, tools: list[dict[str, Any]]) -> int:
         try:
@@ -368,6 +366,16 @@ def _counted_usage(
         log.debug("Counting tokens for %s failed", model, exc_info=True)
         return Usage()
     return Usage(prompt_tokens=_count(prompt), completion_tokens=_count(completion))
+
+
+@functools.lru_cache(maxsize=50_000)
+def _message_tokens(model: str, message: str) -> int:
+    # Every turn fits the chat's whole transcript again, in a new fitter: counting each message
+    # once per process (not once per turn) keeps fitting a long chat's call to milliseconds.
+    try:
+        return int(litellm.token_counter(model=model, messages=[json.loads(message)]))
+    except Exception:  # an odd part LiteLLM cannot count: about four characters a token
+        return len(message) // 4 + 4
 
 
 def _cached(usage: Any) -> int:
