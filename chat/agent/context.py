@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -367,3 +368,30 @@ def read_back(messages: list[dict[str, Any]], arguments: dict[str, Any]) -> tupl
             more = f"\n[More: call {READ_TOOL} again with offset={end}.]" if end < len(content) else ""
             return f"Result {handle}, characters {offset}–{end} of {len(content)}:\n{page}{more}", False
     return f"Error: no stored result has the handle {handle!r}", True
+
+
+# How providers state their limit in a context-length error, e.g. OpenAI's "maximum context
+# length is 8192 tokens. However, your messages resulted in 9000 tokens", Anthropic's "prompt is
+# too long: 215000 tokens > 200000 maximum".
+_LIMIT_PATTERNS = (
+    re.compile(r"maximum context length is (?P<limit>\d+) tokens.*?resulted in (?P<used>\d+) tokens", re.S),
+    re.compile(r"(?P<used>\d+) tokens > (?P<limit>\d+) maximum"),
+    re.compile(r"maximum context length is (?P<limit>\d+) tokens"),
+)
+
+
+def retry_limit(error: str, refused: int, reserve: int) -> int:
+    """The budget for the one retry after a context-length error: the provider's own limit when
+    its message states it (less the answer's reserve, scaled by how its count of the refused
+    request compares with ours, with a margin), else three quarters of what was refused."""
+    share = int(refused * 0.75)
+    for pattern in _LIMIT_PATTERNS:
+        match = pattern.search(error)
+        if match is None:
+            continue
+        limit = int(match["limit"])
+        used = int(match["used"]) if "used" in match.groupdict() and match["used"] else 0
+        scale = refused / used if used else 1.0
+        room = max(limit - reserve, limit // 2)
+        return max(1, int(room * scale * 0.9))
+    return max(1, share)

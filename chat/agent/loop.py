@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar
 
 from .catalogue import FIND_SPEC, FIND_TOOL, ToolBudget, catalogue, find, name_of
-from .context import READ_SPEC, READ_TOOL, Fitted, Fitter, read_back
+from .context import READ_SPEC, READ_TOOL, Fitted, Fitter, read_back, retry_limit
 from .exceptions import Cancelled, Finished, ProviderError
 from .transcript import CallIds, call_ids, canonical
 from .types import AssistantMessage, Completed, StreamEvent, TextDelta, ToolCall, ToolCallOpened, ToolResult, Usage
@@ -50,8 +50,6 @@ COMPACTED_NOTICE = "Older tool results were shortened for the model to fit its c
 REFERRED_NOTICE = "Files and images read earlier were referred to, not sent again, to fit the model's context."
 CUT_NOTICE = "Some long texts were cut to fit the model's context."
 RETRY_NOTICE = "The provider found the conversation too long for the model: it was fitted and sent again."
-# On a context-length error, the request is fitted again to this share of what was sent.
-RETRY_SHARE = 0.75
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -285,12 +283,14 @@ class Agent:
                 message = await self._unless_cancelled(consume(sent, tools))
             except ProviderError as exc:
                 # The provider counts differently, or the budget is unknown: one more try,
-                # fitted to a share of what was refused. Nothing has reached the reader yet.
+                # fitted to the limit its error states, else to a share of what was refused.
+                # Nothing has reached the reader yet.
                 if exc.kind != "context_window" or self.fitter is None or self.model.partial.content:
                     raise
                 refused = self.fitter.total(sent, tools)
+                limit = retry_limit(str(exc.__cause__ or exc), refused, self.fitter.budget.reserve)
                 await self.sink.notice("retry", RETRY_NOTICE)
-                messages, retry_tools = await self.fit(tools, limit=int(refused * RETRY_SHARE))
+                messages, retry_tools = await self.fit(tools, limit=limit)
                 message = await self._unless_cancelled(consume(messages, retry_tools))
         except Cancelled:
             partial = AssistantMessage(content=self.model.partial.content, usage=self.model.partial.usage)

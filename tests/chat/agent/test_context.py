@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from chat.agent.context import READ_TOOL, Budget, Fitter, refer_to_files
+from chat.agent.context import READ_TOOL, Budget, Fitter, refer_to_files, retry_limit
 from chat.agent.llm import LiteLLMModel, ModelConfig
 from chat.agent.loop import COMPACTED_NOTICE, Agent, CancelToken
 from chat.agent.types import Usage
@@ -213,3 +213,13 @@ async def test_images_read_earlier_are_referred_to_only_when_the_request_is_too_
     fitted = await fitter.fit(messages, None)
     assert fitted.referred == 1 and fitted.tokens <= 1500
     assert fitted.messages[2] == messages[2]
+
+
+def test_the_retry_budget_comes_from_the_limit_the_provider_states() -> None:
+    openai = "This model's maximum context length is 8000 tokens. However, your messages resulted in 20000 tokens."
+    # Our count of the refused request was 18 000: the provider counts 10% more.
+    assert retry_limit(openai, 18000, 1000) == int(7000 * 0.9 * 0.9)
+    assert retry_limit("prompt is too long: 215000 tokens > 200000 maximum", 210000, 4000) == int(
+        196000 * 0.9 * 210000 / 215000
+    )
+    assert retry_limit("too long", 10000, 0) == 7500
