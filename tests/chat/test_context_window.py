@@ -12,10 +12,12 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from chat.agent.context import READ_TOOL
 from chat.compaction import INSTRUCTIONS
 from chat.models import Chat, LLMModel, Message, Turn
-from tests.providers.replay import ReplayServer
-from tests.providers.shapes import answer
+from chat.presenters import turn_views
+from tests.providers.replay import ReplayServer, Reply
+from tests.providers.shapes import answer, call, calls, finish, role
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -77,7 +79,9 @@ def test_a_context_length_error_gets_exactly_one_fitted_retry(stack: Any, user: 
     assert Message.objects.filter(chat=chat, role="tool", content__contains="page0word399").exists()
 
 
-def test_a_known_window_is_never_exceeded(stack: Any, user: Any, replay: ReplayServer) -> None:
+def test_a_known_window_is_never_exceeded_and_old_results_are_read_back(
+    stack: Any, user: Any, replay: ReplayServer
+) -> None:
     model = LLMModel.objects.create(
         name="Replay",
         model="openai/replay",
@@ -87,10 +91,19 @@ def test_a_known_window_is_never_exceeded(stack: Any, user: Any, replay: ReplayS
         answer_reserve=500,
     )
     chat = tool_heavy_chat(user, model, 8)
-    replay.play(answer("Fine."))
-    turn = ask(user, chat, "Anything new?")
+    read = calls(call(0, id="read-1", name=READ_TOOL, args='{"handle": "call-0", "limit": 100}'))
+    replay.play(Reply([role(), read, finish("tool_calls")]), answer("Page 0 began with page0word0."))
+    turn = ask(user, chat, "How did page 0 begin?")
     assert turn.status == Turn.Status.COMPLETED, turn.error
-    assert len(replay.sizes) == 1 and replay.sizes[0] <= WINDOW
-    sent = replay.requests[0].messages
-    assert any('read_tool_result(handle="call-0")' in str(m["content"]) for m in sent)
-    assert "read_tool_result" in [t["function"]["name"] for t in replay.requests[0].body.get("tools") or []]
+    assert len(replay.sizes) == 2 and max(replay.sizes) <= WINDOW
+    first, second = replay.requests
+    assert any('read_tool_result(handle="call-0")' in str(m["content"]) for m in first.messages)
+    assert READ_TOOL in [t["function"]["name"] for t in first.body.get("tools") or []]
+    # The model read the old result back by its handle: a page of it, from the stored chat.
+    assert second.messages[-1]["tool_call_id"] == "read-1"
+    assert "page0word0 page0word1" in second.messages[-1]["content"]
+    assert "offset=100" in second.messages[-1]["content"]
+    # Its card, after a reload, says it ran (it has no execution record of its own).
+    view = turn_views([turn])[0][turn.pk]
+    (card,) = view["steps"][0]["cards"]
+    assert (card["name"], card["status"]) == (READ_TOOL, "success")
