@@ -150,11 +150,7 @@ class LiteLLMModel:
         return _message_tokens(self.config.model, json.dumps(message, sort_keys=True, default=str))
 
     def count_tools(self, tools: list[dict[str, Any]]) -> int:
-        try:
-            with_tools = litellm.token_counter(model=self.config.model, messages=[], tools=tools)  # type: ignore[arg-type]
-            return int(with_tools) - int(litellm.token_counter(model=self.config.model, messages=[]))
-        except Exception:
-            return len(json.dumps(tools, default=str)) // 4
+        return _tools_tokens(self.config.model, json.dumps(tools, sort_keys=True, default=str))
 
     def fitter(self, summarizer: Summarizer | None = None) -> Fitter:
         """What fits requests to this model's context (see chat.agent.context)."""
@@ -376,6 +372,16 @@ def _message_tokens(model: str, message: str) -> int:
         return int(litellm.token_counter(model=model, messages=[json.loads(message)]))
     except Exception:  # an odd part LiteLLM cannot count: about four characters a token
         return len(message) // 4 + 4
+
+
+@functools.lru_cache(maxsize=1_000)
+def _tools_tokens(model: str, tools: str) -> int:
+    # The same definitions are counted on every call of a turn, and every turn of a chat.
+    try:
+        with_tools = litellm.token_counter(model=model, messages=[], tools=json.loads(tools))
+        return int(with_tools) - int(litellm.token_counter(model=model, messages=[]))
+    except Exception:
+        return len(tools) // 4
 
 
 def _cached(usage: Any) -> int:

@@ -14,7 +14,10 @@ owns the transcript and the rules:
   unique in the conversation and JSON-object arguments; the raw arguments still go to the tool,
   whose validation error the model then reads;
 - an answer the provider cut (`finish_reason` "length") or filtered ("content_filter") ends the
-  turn with a notice the reader sees.
+  turn with a notice the reader sees;
+- every request is fitted to the model's context window (`context`: the transcript itself stays
+  whole), and a provider's context-length error gets exactly one fitted retry; the loop's own
+  tools, `read_tool_result` and (past the tool budget, see `catalogue`) `find_tools`, run here.
 """
 
 from __future__ import annotations
@@ -248,8 +251,8 @@ class Agent:
         return [{"role": "system", "content": self._catalogue}, *messages]
 
     async def _tell(self, fitted: Fitted) -> None:
-        if fitted.summary_made or (fitted.summary and "summary" not in self._told):
-            self._told.add("summary")
+        if fitted.summary_made:
+            # Shown where a summary was written; the answers after it that reuse it say nothing.
             await self.sink.notice("summary", fitted.summary)
         for kind, done, text in (
             ("compacted", fitted.compacted, COMPACTED_NOTICE),

@@ -92,3 +92,6 @@ def test_the_summary_marker_opens_on_the_summary_live_and_after_reload(
     assert ContextSummary.objects.filter(chat=long_chat).count() == 1
     assert len(replay.requests) == 3
     assert replay.requests[2].messages[0]["content"].endswith(SUMMARY)
+    # The marker stays where the summary was written.
+    expect(page.get_by_test_id("context-summary")).to_have_count(1)
+    expect(page.locator(".turn").last.get_by_test_id("context-summary")).to_have_count(0)
