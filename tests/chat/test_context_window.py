@@ -13,6 +13,7 @@ import pytest
 from django.test import Client
 
 from chat.agent.context import READ_TOOL
+from chat.agent.loop import COMPACTED_NOTICE
 from chat.compaction import INSTRUCTIONS
 from chat.models import Chat, LLMModel, Message, Turn
 from chat.presenters import turn_views
@@ -103,6 +104,8 @@ def test_a_known_window_is_never_exceeded_and_old_results_are_read_back(
     assert second.messages[-1]["tool_call_id"] == "read-1"
     assert "page0word0 page0word1" in second.messages[-1]["content"]
     assert "offset=100" in second.messages[-1]["content"]
+    # The reader is told, under the answer.
+    assert COMPACTED_NOTICE in turn.notices
     # Its card, after a reload, says it ran (it has no execution record of its own).
     view = turn_views([turn])[0][turn.pk]
     (card,) = view["steps"][0]["cards"]
