@@ -10,6 +10,7 @@ from django.db import IntegrityError
 from chat.agent.types import Completed, Usage
 
 from .models import ContextSummary
+from .usage import record_call
 from .worker_loop import db
 
 INSTRUCTIONS = (
@@ -27,9 +28,10 @@ MESSAGE_CHARS = 4000
 class StoredSummarizer:
     """Summaries of one chat: looked up by the hash of what they cover, written once."""
 
-    def __init__(self, chat_id: int, model: Any) -> None:
+    def __init__(self, chat_id: int, model: Any, owner_id: int | None = None) -> None:
         self.chat_id = chat_id
         self.model = model  # a chat.agent.llm.LiteLLMModel
+        self.owner_id = owner_id  # whose token total the summary's model call counts in
 
     async def lookup(self, keys: list[str]) -> dict[str, str]:
         rows = await db(_stored)(self.chat_id, keys)
@@ -48,6 +50,8 @@ class StoredSummarizer:
                 text, usage = event.message.content.strip(), event.message.usage
         text = text or previous
         await db(_store)(self.chat_id, key, len(span), text, self.model.config.model, usage)
+        if self.owner_id is not None:
+            await db(record_call)(self.owner_id, usage)
         return text, usage
 
 

@@ -138,7 +138,7 @@ async def _run_claimed(turn: Turn, redis: Any, watch: TurnWatch) -> None:
         model = _model(llm)
         # The running summary is written by the admin's summary model, else the chat's.
         summary_llm = await db(_summary_model)(app)
-        summarizer = StoredSummarizer(chat.pk, _model(summary_llm) if summary_llm else model)
+        summarizer = StoredSummarizer(chat.pk, _model(summary_llm) if summary_llm else model, chat.owner_id)
         agent = Agent(
             model,
             toolbox,

@@ -15,7 +15,7 @@ from django.test import Client
 from chat.agent.context import READ_TOOL
 from chat.agent.loop import COMPACTED_NOTICE
 from chat.compaction import INSTRUCTIONS
-from chat.models import Chat, LLMModel, Message, Turn
+from chat.models import Chat, LLMModel, Message, TokenUsage, Turn
 from chat.presenters import turn_views
 from tests.providers.replay import ReplayServer, Reply
 from tests.providers.shapes import answer, call, calls, finish, role
@@ -75,6 +75,9 @@ def test_a_context_length_error_gets_exactly_one_fitted_retry(stack: Any, user: 
     assert len(main) == 2 and len(replay.requests) == 3
     assert replay.requests[1].messages[0]["content"] == INSTRUCTIONS
     assert main[1].messages[-1] == {"role": "user", "content": "What did page 7 say?"}
+    # The summary's model call counts in the user's tokens (the refused request cost nothing).
+    assert TokenUsage.objects.get(user=user).model_calls == 2
+    assert turn.usage["prompt_tokens"] > 0
     assert "fitted and sent again" in " ".join(map(str, turn.notices))
     # The chat keeps every result whole.
     assert Message.objects.filter(chat=chat, role="tool", content__contains="page0word399").exists()
