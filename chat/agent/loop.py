@@ -368,7 +368,7 @@ class Agent:
             return ToolResult(call.id, f"Error: {exc}", is_error=True)
         found, text = find(self._all_specs, arguments)
         self._found.update(found)
-        return ToolResult(call.id, text, is_error=text.startswith("Error"), data={"arguments": call.arguments})
+        return _own_result(call, text, text.startswith("Error"))
 
     def _read_back(self, call: ToolCall) -> ToolResult:
         try:
@@ -376,7 +376,7 @@ class Agent:
         except ValueError as exc:
             return ToolResult(call.id, f"Error: {exc}", is_error=True)
         text, is_error = read_back(self.messages, arguments)
-        return ToolResult(call.id, text, is_error=is_error, data={"arguments": call.arguments})
+        return _own_result(call, text, is_error)
 
     async def _unless_cancelled(self, work: Awaitable[T]) -> T:
         task = asyncio.ensure_future(work)
@@ -393,6 +393,15 @@ class Agent:
         except (asyncio.CancelledError, Exception):
             pass
         raise Cancelled
+
+
+def _own_result(call: ToolCall, text: str, is_error: bool) -> ToolResult:
+    """A result of the loop's own tools; its card shows the first line (which result, which
+    part; which tools were found), not the whole text the model reads."""
+    data: dict[str, Any] = {"arguments": call.arguments}
+    if not is_error:
+        data["result"] = text.split("\n", 1)[0]
+    return ToolResult(call.id, text, is_error=is_error, data=data)
 
 
 async def _aclose(stream: Any) -> None:

@@ -232,6 +232,7 @@ def _built_in_card(
         call_id=str(call.get("id", "")),
         arguments=function.get("arguments"),
         status="error" if failed else "success",
+        result=None if failed else content.split("\n", 1)[0],
         error=content.removeprefix("Error: ") if failed else "",
     )
 

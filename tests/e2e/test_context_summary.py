@@ -1,6 +1,7 @@
 """A chat that outgrew its model: the running summary's marker, "Earlier messages summarized",
-with the summary expandable, live and after a reload; the summary is written once and reused by
-the next turn. A real worker streams from the replay server, whose model takes 5 000 tokens."""
+with the summary expandable, live and after a reload, the summary written once and reused by the
+next turn; old tool results shortened, said so, and read back. A real worker streams from the
+replay server."""
 
 from __future__ import annotations
 
@@ -10,10 +11,13 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
+from chat.agent.context import READ_TOOL
+from chat.agent.loop import COMPACTED_NOTICE
 from chat.compaction import INSTRUCTIONS
 from chat.models import Chat, ContextSummary, LLMModel, Message, Turn
-from tests.providers.replay import ReplayServer
-from tests.providers.shapes import answer
+from tests.providers.replay import ReplayServer, Reply
+from tests.providers.shapes import answer, calls, finish, role
+from tests.providers.shapes import call as call_delta
 
 from .conftest import send, send_and_wait, shot, wait_socket, wait_turn_done
 
@@ -95,3 +99,48 @@ def test_the_summary_marker_opens_on_the_summary_live_and_after_reload(
     # The marker stays where the summary was written.
     expect(page.get_by_test_id("context-summary")).to_have_count(1)
     expect(page.locator(".turn").last.get_by_test_id("context-summary")).to_have_count(0)
+
+
+def test_shortened_results_are_told_and_the_read_back_card_shows_it_ran(
+    page: Page, e2e_user: Any, replay: ReplayServer
+) -> None:
+    model = LLMModel.objects.create(
+        name="Small",
+        model="openai/replay",
+        api_base=replay.base_url,
+        api_key="sk-replay",
+        context_window=6000,
+        answer_reserve=500,
+    )
+    chat = Chat.objects.create(owner=e2e_user, model=model, title="Pages")
+    for n in range(8):
+        turn = Turn.objects.create(chat=chat, model=model, status=Turn.Status.COMPLETED)
+        Message.objects.create(chat=chat, turn=turn, role="user", content=f"Fetch page {n}.")
+        call = {"id": f"call-{n}", "type": "function", "function": {"name": "fetch", "arguments": "{}"}}
+        Message.objects.create(chat=chat, turn=turn, step=0, role="assistant", content="", tool_calls=[call])
+        page_text = " ".join(f"page{n}word{i}" for i in range(400))
+        Message.objects.create(chat=chat, turn=turn, step=0, role="tool", tool_call_id=f"call-{n}", content=page_text)
+        Message.objects.create(chat=chat, turn=turn, step=1, role="assistant", content=f"Page {n} read.")
+    read = calls(call_delta(0, id="read-1", name=READ_TOOL, args='{"handle": "call-0"}'))
+    replay.play(Reply([role(), read, finish("tool_calls")]), answer("Page 0 began with page0word0."))
+    page.goto(f"{page.base_url}/chats/{chat.pk}/")  # type: ignore[attr-defined]
+    wait_socket(page)
+    send(page, "How did page 0 begin?")
+    page.wait_for_function("() => document.querySelectorAll('.turn').length > 8")
+    wait_turn_done(page)
+
+    last = page.locator(".turn").last
+    expect(last.locator(".notice")).to_have_text([COMPACTED_NOTICE])
+    card = last.locator(f'[data-tool="{READ_TOOL}"]')
+    expect(card).to_have_attribute("data-status", "success")
+    expect(card.get_by_test_id("tool-call-summary")).to_contain_text("Result call-0, characters 0–4000 of")
+    expect(last.locator(".md").last).to_have_text("Page 0 began with page0word0.")
+    shot(page, "context-read-back-live")
+
+    page.reload()
+    wait_socket(page)
+    last = page.locator(".turn").last
+    expect(last.locator(".notice")).to_have_text([COMPACTED_NOTICE])
+    card = last.locator(f'[data-tool="{READ_TOOL}"]')
+    expect(card).to_have_attribute("data-status", "success")
+    expect(card.get_by_test_id("tool-call-summary")).to_contain_text("Result call-0, characters 0–4000 of")
