@@ -1,17 +1,22 @@
 """Fitting in the worker: a subagent fits its own context, to its model's budget; the tool
-budget comes from the app settings. In-process through the real loop, sink, store and demo model."""
+budget comes from the app settings, and a tool found in the catalogue runs through the executor.
+In-process through the real loop, sink and store, with the demo model or the replay provider."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
 
 from chat.agent.catalogue import FIND_TOOL
 from chat.agent.llm import LiteLLMModel
-from chat.models import AppSettings, Chat, Message, Turn
+from chat.models import AppSettings, Chat, LLMModel, Message, Turn
 from chat.turns import run_turn
+from tests.providers.replay import ReplayServer, Reply
+from tests.providers.shapes import answer, call, calls, finish, role
+from toolsets.models import ToolExecution
 from toolsets.workspace.sample_data import seed_for_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -75,3 +80,32 @@ def test_the_tool_budget_of_the_app_settings_offers_a_catalogue(
     first = requests[0]
     assert first["tools"] == [FIND_TOOL]
     assert "toolset__workspace__list_events" in first["system"] and "delegate_to_workspace_assistant" in first["system"]
+
+
+def test_a_tool_found_in_the_catalogue_runs_through_the_executor_next_step(user: Any) -> None:
+    replay = ReplayServer().start()
+    try:
+        model = LLMModel.objects.create(name="Replay", model="openai/replay", api_base=replay.base_url, api_key="sk")
+        app = AppSettings.load()
+        app.tool_catalogue_count = 1
+        app.save()
+        name = "toolset__clock_math__calculate"
+        find_call = calls(call(0, id="f-1", name=FIND_TOOL, args=json.dumps({"names": [name]})))
+        use_call = calls(call(0, id="c-1", name=name, args='{"expression": "6*7"}'))
+        replay.play(
+            Reply([role(), find_call, finish("tool_calls")]),
+            Reply([role(), use_call, finish("tool_calls")]),
+            answer("42."),
+        )
+        chat = Chat.objects.create(owner=user, model=model, enabled_tools={"clock_math": ["current_time", "calculate"]})
+        turn = Turn.objects.create(chat=chat, model=model)
+        Message.objects.create(chat=chat, turn=turn, role="user", content="What is 6*7?")
+        asyncio.run(asyncio.wait_for(run_turn(turn.pk), 60))
+        turn.refresh_from_db()
+    finally:
+        replay.stop()
+    assert turn.status == "completed", turn.error
+    offered = [[t["function"]["name"] for t in r.body.get("tools") or []] for r in replay.requests]
+    assert offered == [[FIND_TOOL], [FIND_TOOL, name], [FIND_TOOL, name]]
+    execution = ToolExecution.objects.get(turn=turn, tool="calculate")
+    assert (execution.step, execution.status, execution.result["result"]) == (1, "success", 42)
