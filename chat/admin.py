@@ -20,7 +20,17 @@ class LLMModelForm(SecretFieldsMixin):
 
     class Meta:
         model = LLMModel
-        fields = ["name", "model", "api_base", "api_key", "enabled", "is_default", "extra_params"]
+        fields = [
+            "name",
+            "model",
+            "api_base",
+            "api_key",
+            "enabled",
+            "is_default",
+            "extra_params",
+            "context_window",
+            "answer_reserve",
+        ]
 
 
 @admin.register(LLMModel)
@@ -197,6 +207,7 @@ class AppSettingsAdmin(admin.ModelAdmin):
     list_display = ["__str__", "default_max_tool_iterations", "max_tool_iterations_cap"]
     fieldsets = [
         (None, {"fields": ["default_max_tool_iterations", "max_tool_iterations_cap", "max_delegation_depth"]}),
+        ("Long chats and many tools", {"fields": ["summary_model", "tool_catalogue_count", "tool_catalogue_tokens"]}),
         ("OpenAI-compatible API", {"fields": ["openai_api", "openai_api_toolsets", "openai_api_agents"]}),
         ("MCP server", {"fields": ["mcp_server", "mcp_server_toolsets", "mcp_server_agents"]}),
         ("Traces", {"fields": ["trace_content"]}),

@@ -18,6 +18,7 @@ from typing import Any
 from django.utils import timezone
 
 from chat.agent import spans
+from chat.agent.catalogue import ToolBudget
 from chat.agent.loop import Agent, CancelToken, Model, Outcome
 from chat.agent.types import ToolCall, ToolResult
 from core.redact import redact
@@ -52,8 +53,10 @@ class Delegator:
         sources: SourceBook,
         depth: int = 0,
         lane: str = "",
+        tool_budget: ToolBudget | None = None,
     ) -> None:
         self.sink = sink
+        self.tool_budget = tool_budget
         self.cancel = cancel
         self.model_for = model_for
         self.user_id = user_id
@@ -125,6 +128,7 @@ class Delegator:
                 sources=self.sources,
                 depth=self.depth + 1,
                 lane=lane,
+                tool_budget=self.tool_budget,
             )
 
         async def progress(step: int, position: int, text: str, percent: float | None) -> None:
@@ -149,8 +153,16 @@ class Delegator:
             {"role": "user", "content": brief},
         ]
         await db(turn_store.save_subagent_prompt)(sink.chat_id, sink.turn_id, lane, messages)
+        # A subagent fits its own context, to its own model: old results shortened (it can read
+        # them back), long texts cut; its conversation lives only for this call, so no summary.
         loop = Agent(
-            model, toolbox, sink.lane(lane), self.cancel, max_iterations=min(agent.max_iterations, self.chat_limit)
+            model,
+            toolbox,
+            sink.lane(lane),
+            self.cancel,
+            max_iterations=min(agent.max_iterations, self.chat_limit),
+            fitter=model.fitter() if hasattr(model, "fitter") else None,
+            tool_budget=self.tool_budget,
         )
         # The run's model and tool calls nest under its own agent span, under the supervisor's.
         with spans.agent(agent.name, turn_id=sink.turn_id, depth=self.depth + 1):

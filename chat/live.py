@@ -63,7 +63,8 @@ class LiveTurn:
     status: str = "running"
     seq: int = 0
     steps: list[LiveStep] = field(default_factory=list)
-    notices: list[str] = field(default_factory=list)
+    # Text, or {"summary": text} for the marker of a running summary (chat.streaming).
+    notices: list[str | dict[str, str]] = field(default_factory=list)
     error: str = ""
     finish_reason: str | None = None
     usage: dict[str, int] | None = None

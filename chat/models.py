@@ -34,6 +34,19 @@ class LLMModel(models.Model):
     extra_params = models.JSONField(
         default=dict, blank=True, help_text='Passed to LiteLLM as is, e.g. {"temperature": 0.2}.'
     )
+    context_window = models.PositiveIntegerField(
+        "context window",
+        null=True,
+        blank=True,
+        help_text="Input tokens the model takes. Empty: from LiteLLM's model information.",
+    )
+    answer_reserve = models.PositiveIntegerField(
+        "answer reserve",
+        null=True,
+        blank=True,
+        help_text="Tokens of the context window kept free for the answer. Empty: the answer length "
+        "asked for in the extra parameters (max_tokens), else the model's, at most 4096.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -136,6 +149,23 @@ class AppSettings(models.Model):
             "When traces are exported (OpenTelemetry), include prompts and answers in model-call spans "
             "(secrets redacted). Off: spans carry counts, models and timings only."
         ),
+    )
+    summary_model = models.ForeignKey(
+        LLMModel,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="Writes the running summary of a chat too long for its model. Empty: the chat's model.",
+    )
+    tool_catalogue_count = models.PositiveSmallIntegerField(
+        default=30,
+        help_text="Past this many selected tools, the model gets a catalogue and a find-tools tool "
+        "instead of every definition. 0: never.",
+    )
+    tool_catalogue_tokens = models.PositiveIntegerField(
+        default=6000,
+        help_text="Past this many tokens of tool definitions, the same. 0: never.",
     )
 
     class Meta:
@@ -323,6 +353,29 @@ class Message(models.Model):
         if self.role == self.Role.TOOL:
             data["tool_call_id"] = self.tool_call_id
         return data
+
+
+class ContextSummary(models.Model):
+    """A running summary of a chat's earlier exchanges, written when the chat outgrew its
+    model's context. `key` hashes the part of the conversation it covers, so every later request
+    over the same part finds it again (chat.agent.context); the chat itself is never changed."""
+
+    chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="context_summaries")
+    key = models.CharField(max_length=64)
+    # How many messages (after the system prompt) it covers.
+    covered = models.PositiveIntegerField()
+    content = models.TextField()
+    model = models.CharField(max_length=200, blank=True)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [models.UniqueConstraint(fields=["chat", "key"], name="one_summary_per_span")]
+
+    def __str__(self) -> str:
+        return f"Summary of {self.covered} messages of chat {self.chat_id}"
 
 
 class TokenUsage(models.Model):

@@ -351,7 +351,12 @@ class TurnSink:
     async def notice(self, kind: str, text: str, lane: str = "") -> None:
         if lane:
             return  # a subagent's notices (its own tool limit…) are its card's business, not the turn's
-        self.live.notices.append(redact(text))
+        if kind == "summary":
+            # The running summary the model now reads instead of the earlier messages: shown
+            # as a marker the reader can open (chat/_turn_state.html).
+            self.live.notices.append({"summary": redact(text)})
+        else:
+            self.live.notices.append(redact(text))
         await self.flush(presenters.turn_state_fragment(self.live))
 
     # --- delegation ---------------------------------------------------------------------------
@@ -376,6 +381,7 @@ class TurnSink:
         tokens = {
             "prompt_tokens": outcome.usage.prompt_tokens + self.subagent_usage.prompt_tokens,
             "completion_tokens": outcome.usage.completion_tokens + self.subagent_usage.completion_tokens,
+            "cached_tokens": outcome.usage.cached_tokens + self.subagent_usage.cached_tokens,
         }
         self.live.finish(str(status), error=error, finish_reason=outcome.finish_reason, usage=tokens)
         spans.agent_finished(str(status), error_kind=error_kind, **tokens)

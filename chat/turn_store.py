@@ -182,19 +182,23 @@ def finish(
     iterations: int,
     error: str,
     error_kind: str,
-    notices: list[str],
+    notices: list[str | dict[str, str]],
     prompt_tokens: int,
     completion_tokens: int,
     first_token_at: float | None,
+    cached_tokens: int = 0,
 ) -> bool:
     """False if the turn had been closed already (it keeps that end)."""
+    usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}
+    if cached_tokens:
+        usage["cached_tokens"] = cached_tokens  # of the prompt tokens, read from the provider's cache
     return turn.close(
         status,
         iterations=iterations,
         error=error,
         error_kind=error_kind,
         notices=notices,
-        usage={"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens},
+        usage=usage,
         first_token_at=datetime.fromtimestamp(first_token_at, UTC) if first_token_at else None,
     )
 

@@ -16,6 +16,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from chat.agent import spans
+from chat.agent.catalogue import ToolBudget
 from chat.agent.loop import Agent, CancelToken, Outcome
 from core import logs, metrics, tracing
 from toolsets.files import transcript as files_transcript
@@ -24,6 +25,7 @@ from toolsets.sources import SourceBook
 from . import agents, live, presenters, turn_store, worker_loop
 from .agents import AgentSpec
 from .approvals import Asker
+from .compaction import StoredSummarizer
 from .delegation import Delegator
 from .events import FINAL_SEQ, send_fragment
 from .live import LiveTurn
@@ -139,6 +141,7 @@ async def _run_claimed(turn: Turn, redis: Any, watch: TurnWatch) -> None:
                 chat_limit=chat_limit,
                 max_depth=app.max_delegation_depth,
                 sources=sources,
+                tool_budget=tool_budget(app),
             )
         toolbox = ChatToolBox(
             user_id=chat.owner_id,
@@ -155,7 +158,21 @@ async def _run_claimed(turn: Turn, redis: Any, watch: TurnWatch) -> None:
         await db(toolbox.prepare)()
         if toolbox.skipped:
             await sink.notice("skipped", "Not available for this answer: " + ", ".join(toolbox.skipped) + ".")
-        agent = Agent(_model(llm, trace_content=app.trace_content), toolbox, sink, cancel, max_iterations=chat_limit)
+        model = _model(llm, trace_content=app.trace_content)
+        # The running summary is written by the admin's summary model, else the chat's.
+        summary_llm = await db(_summary_model)(app)
+        summarizer = StoredSummarizer(
+            chat.pk, _model(summary_llm, trace_content=app.trace_content) if summary_llm else model, chat.owner_id
+        )
+        agent = Agent(
+            model,
+            toolbox,
+            sink,
+            cancel,
+            max_iterations=chat_limit,
+            fitter=model.fitter(summarizer),
+            tool_budget=tool_budget(app),
+        )
         instructions = system_prompt(timezone.now(), user_name(chat.owner))
         if agent_spec is not None:
             instructions = f"{agent_spec.instructions}\n\n{instructions}"
@@ -187,8 +204,19 @@ def _model(llm: LLMModel, *, trace_content: bool = False) -> Any:
             backoff_s=settings.TESSERA["PROVIDER_BACKOFF_S"],
             fast_path=bool(settings.TESSERA["FAST_PATH"]),
             trace_content=trace_content,
+            context_limit=llm.context_window,
+            answer_reserve=llm.answer_reserve,
         )
     )
+
+
+def tool_budget(app: AppSettings) -> ToolBudget:
+    return ToolBudget(count=app.tool_catalogue_count, tokens=app.tool_catalogue_tokens)
+
+
+def _summary_model(app: AppSettings) -> LLMModel | None:
+    chosen = app.summary_model
+    return chosen if chosen is not None and chosen.enabled else None
 
 
 async def interrupt(turn: Turn, redis: Any) -> bool:

@@ -36,12 +36,13 @@ def view(total: dict[str, Any] | None, calls: list[tuple[int, int | None, int | 
         completion = sum(_int(c) for _, _, c in calls)
     if not prompt and not completion:
         return None
+    cached = _int((total or {}).get("cached_tokens"))
     lines = [f"Model call {step + 1}: {_int(p):,} in, {_int(c):,} out" for step, p, c in calls if _int(p) or _int(c)]
     return {
         "prompt_tokens": prompt,
         "completion_tokens": completion,
         "text": f"{prompt + completion:,} tokens",
-        "detail": f"{prompt:,} in · {completion:,} out",
+        "detail": f"{prompt:,} in · {completion:,} out" + (f" · {cached:,} cached" if cached else ""),
         "title": "\n".join(lines) if len(lines) > 1 else "",
     }
 

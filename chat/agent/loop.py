@@ -14,17 +14,23 @@ owns the transcript and the rules:
   unique in the conversation and JSON-object arguments; the raw arguments still go to the tool,
   whose validation error the model then reads;
 - an answer the provider cut (`finish_reason` "length") or filtered ("content_filter") ends the
-  turn with a notice the reader sees.
+  turn with a notice the reader sees;
+- every request is fitted to the model's context window (`context`: the transcript itself stays
+  whole), and a provider's context-length error gets exactly one fitted retry; the loop's own
+  tools, `read_tool_result` and (past the tool budget, see `catalogue`) `find_tools`, run here.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar
 
+from .catalogue import FIND_SPEC, FIND_TOOL, ToolBudget, catalogue, find, name_of
+from .context import READ_SPEC, READ_TOOL, Fitted, Fitter, read_back, retry_limit
 from .exceptions import Cancelled, Finished, ProviderError
 from .transcript import CallIds, call_ids, canonical
 from .types import AssistantMessage, Completed, StreamEvent, TextDelta, ToolCall, ToolCallOpened, ToolResult, Usage
@@ -42,6 +48,11 @@ FINISH_NOTICES = {
     "content_filter": "The answer was stopped by the provider's content filter.",
 }
 EMPTY_NOTICE = "The model ended its answer without writing anything."
+# What the reader is told when a request was fitted to the model's context (once a turn each).
+COMPACTED_NOTICE = "Older tool results were shortened for the model to fit its context; it can read them again."
+REFERRED_NOTICE = "Files and images read earlier were referred to, not sent again, to fit the model's context."
+CUT_NOTICE = "Some long texts were cut to fit the model's context."
+RETRY_NOTICE = "The provider found the conversation too long for the model: it was fitted and sent again."
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -110,7 +121,14 @@ class Outcome:
 
 class Agent:
     def __init__(
-        self, model: Model, tools: ToolBox, sink: EventSink, cancel: CancelToken, max_iterations: int = 5
+        self,
+        model: Model,
+        tools: ToolBox,
+        sink: EventSink,
+        cancel: CancelToken,
+        max_iterations: int = 5,
+        fitter: Fitter | None = None,
+        tool_budget: ToolBudget | None = None,
     ) -> None:
         self.model = model
         self.tools = tools
@@ -124,6 +142,15 @@ class Agent:
         self.finish_reason: str | None = None
         self._limit_sent = False
         self._ids = CallIds()
+        # Fits each request to the model's context window; None: requests go out whole.
+        self.fitter = fitter
+        self._read_offered = False  # read_tool_result stays offered once it has been
+        self._told: set[str] = set()  # fitting notices already given this turn
+        # Past this budget the model gets a catalogue and find_tools instead of every definition.
+        self.tool_budget = tool_budget
+        self._catalogue = ""  # the catalogue added to the system prompt ("" when not needed)
+        self._all_specs: list[dict[str, Any]] = []
+        self._found: set[str] = set()  # definitions find_tools brought in, offered for the turn
 
     async def run(self, messages: list[dict[str, Any]]) -> Outcome:
         self.messages = canonical(list(messages))
@@ -143,7 +170,7 @@ class Agent:
     async def step(self) -> None:
         if self.cancel.is_set():
             raise Cancelled
-        specs = self.tools.specs()
+        specs = self._offered(self.tools.specs())
         tools: list[dict[str, Any]] | None = specs or None
         if tools and self.iterations >= self.max_iterations:
             tools = None
@@ -152,10 +179,12 @@ class Agent:
                 self.messages.append({"role": "system", "content": LIMIT_MESSAGE})
                 await self.sink.system_message(self.step_index, LIMIT_MESSAGE)
                 await self.sink.notice("limit", LIMIT_NOTICE.format(limit=self.max_iterations))
+        # Fitted before the step is shown: a summary being written is part of getting ready.
+        request, tools = await self.fit(tools)
         step = self.step_index
         self.step_index += 1
         await self.sink.step_started(step)
-        message = await self.query(step, tools)
+        message = await self.query(step, tools, request)
         if message.tool_calls and tools is None:
             # Some providers emit calls even when none were offered; there is nothing to run
             # them with, and an unanswered call would make the transcript invalid.
@@ -185,9 +214,66 @@ class Agent:
             self.finish_reason = "tool_calls"
             raise Finished
 
-    async def query(self, step: int, tools: list[dict[str, Any]] | None) -> AssistantMessage:
-        async def consume() -> AssistantMessage:
-            stream = self.model.stream(self.messages, tools)
+    async def fit(
+        self, tools: list[dict[str, Any]] | None, limit: int | None = None
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
+        """The request for the next model call (messages, tools): the transcript fitted to the
+        model's context, with the read-back tool once an old result has been shortened."""
+        base = self._with_catalogue(self.messages)
+        if self.fitter is None:
+            return base, tools
+        # The read-back tool is counted in whenever it could be offered (not past the tool limit).
+        may_read = tools is not None or not self._limit_sent
+        with_read = [*(tools or []), READ_SPEC] if may_read else tools
+        fitted = await self.fitter.fit(base, with_read, limit=limit)
+        self.usage.add(fitted.usage)
+        await self._tell(fitted)
+        if may_read and (fitted.compacted or self._read_offered):
+            self._read_offered = True
+            return fitted.messages, with_read
+        return fitted.messages, tools
+
+    def _offered(self, specs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The definitions the next call offers: all of them within the tool budget; past it,
+        find_tools and what it found (in the toolbox's order, so the list is stable)."""
+        if self.tool_budget is None or not specs:
+            return specs
+        if not self._catalogue:
+            tokens = self.fitter.count_tools(specs) if self.fitter else len(json.dumps(specs)) // 4
+            if not self.tool_budget.exceeded(specs, tokens):
+                return specs
+            self._catalogue = catalogue(specs)
+        self._all_specs = specs
+        return [FIND_SPEC, *(spec for spec in specs if name_of(spec) in self._found)]
+
+    def _with_catalogue(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The catalogue joins the system prompt (a copy: the transcript keeps neither), so
+        the request starts with the same text on every call of the turn."""
+        if not self._catalogue:
+            return messages
+        if messages and messages[0].get("role") == "system" and isinstance(messages[0].get("content"), str):
+            first = {**messages[0], "content": f"{messages[0]['content']}\n\n{self._catalogue}"}
+            return [first, *messages[1:]]
+        return [{"role": "system", "content": self._catalogue}, *messages]
+
+    async def _tell(self, fitted: Fitted) -> None:
+        if fitted.summary_made:
+            # Shown where a summary was written; the answers after it that reuse it say nothing.
+            await self.sink.notice("summary", fitted.summary)
+        for kind, done, text in (
+            ("compacted", fitted.compacted, COMPACTED_NOTICE),
+            ("referred", fitted.referred, REFERRED_NOTICE),
+            ("cut", fitted.cut, CUT_NOTICE),
+        ):
+            if done and kind not in self._told:
+                self._told.add(kind)
+                await self.sink.notice(kind, text)
+
+    async def query(
+        self, step: int, tools: list[dict[str, Any]] | None, request: list[dict[str, Any]] | None = None
+    ) -> AssistantMessage:
+        async def consume(messages: list[dict[str, Any]], offered: list[dict[str, Any]] | None) -> AssistantMessage:
+            stream = self.model.stream(messages, offered)
             try:
                 async for event in stream:
                     if isinstance(event, TextDelta):
@@ -201,7 +287,20 @@ class Agent:
             raise ProviderError("The model provider ended the response without finishing it.", kind="incomplete")
 
         try:
-            message = await self._unless_cancelled(consume())
+            try:
+                sent = request if request is not None else self.messages
+                message = await self._unless_cancelled(consume(sent, tools))
+            except ProviderError as exc:
+                # The provider counts differently, or the budget is unknown: one more try,
+                # fitted to the limit its error states, else to a share of what was refused.
+                # Nothing has reached the reader yet.
+                if exc.kind != "context_window" or self.fitter is None or self.model.partial.content:
+                    raise
+                refused = self.fitter.total(sent, tools)
+                limit = retry_limit(str(exc.__cause__ or exc), refused, self.fitter.budget.reserve)
+                await self.sink.notice("retry", RETRY_NOTICE)
+                messages, retry_tools = await self.fit(tools, limit=limit)
+                message = await self._unless_cancelled(consume(messages, retry_tools))
         except Cancelled:
             partial = AssistantMessage(content=self.model.partial.content, usage=self.model.partial.usage)
             self.usage.add(partial.usage)
@@ -224,7 +323,12 @@ class Agent:
 
         async def run_one(position: int, call: ToolCall) -> None:
             try:
-                result = await self.tools.run(call, step, position)
+                if call.name == READ_TOOL and self.fitter is not None:
+                    result = self._read_back(call)
+                elif call.name == FIND_TOOL and self._catalogue:
+                    result = self._find(call)
+                else:
+                    result = await self.tools.run(call, step, position)
             except Exception as exc:  # a toolbox bug must still end as this call's error result
                 result = ToolResult(call.id, f"Error: {type(exc).__name__}: {exc}", is_error=True)
             results[position] = result
@@ -263,6 +367,23 @@ class Agent:
                 await self.sink.tool_finished(step, position, call, result)
         return [r for r in results if r is not None]
 
+    def _find(self, call: ToolCall) -> ToolResult:
+        try:
+            arguments = call.parsed_arguments()
+        except ValueError as exc:
+            return ToolResult(call.id, f"Error: {exc}", is_error=True)
+        found, text = find(self._all_specs, arguments)
+        self._found.update(found)
+        return _own_result(call, text, text.startswith("Error"))
+
+    def _read_back(self, call: ToolCall) -> ToolResult:
+        try:
+            arguments = call.parsed_arguments()
+        except ValueError as exc:
+            return ToolResult(call.id, f"Error: {exc}", is_error=True)
+        text, is_error = read_back(self.messages, arguments)
+        return _own_result(call, text, is_error)
+
     async def _unless_cancelled(self, work: Awaitable[T]) -> T:
         task = asyncio.ensure_future(work)
         waiter = asyncio.ensure_future(self.cancel.wait())
@@ -278,6 +399,15 @@ class Agent:
         except (asyncio.CancelledError, Exception):
             pass
         raise Cancelled
+
+
+def _own_result(call: ToolCall, text: str, is_error: bool) -> ToolResult:
+    """A result of the loop's own tools; its card shows the first line (which result, which
+    part; which tools were found), not the whole text the model reads."""
+    data: dict[str, Any] = {"arguments": call.arguments}
+    if not is_error:
+        data["result"] = text.split("\n", 1)[0]
+    return ToolResult(call.id, text, is_error=is_error, data=data)
 
 
 async def _aclose(stream: Any) -> None:

@@ -87,10 +87,13 @@ class ToolResult:
 class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # Of the prompt tokens, those the provider read from its prompt cache (when it says).
+    cached_tokens: int = 0
 
     def add(self, other: Usage) -> None:
         self.prompt_tokens += other.prompt_tokens
         self.completion_tokens += other.completion_tokens
+        self.cached_tokens += other.cached_tokens
 
     @property
     def total(self) -> int:

@@ -10,11 +10,13 @@ from typing import Any
 from django.urls import reverse
 
 from .. import citations, dom, usage
+from ..agent.catalogue import FIND_TOOL
+from ..agent.context import READ_TOOL
 from ..citations import Citations
 from ..live import LiveTurn
 from ..models import Message, Turn
 from ..rendering import fingerprint, render_complete, render_text
-from .cards import card_from_execution
+from .cards import card, card_from_execution
 
 
 def with_lane(
@@ -94,7 +96,7 @@ def turn(
     *,
     status: str,
     steps: list[dict[str, Any]],
-    notices: Iterable[str] = (),
+    notices: Iterable[str | dict[str, str]] = (),
     error: str = "",
     seq: int = 0,
     finish_reason: str | None = None,
@@ -155,6 +157,9 @@ def turn_from_db(turn_obj: Any, messages: list[Any], executions: list[Any]) -> d
     (subagents' included: their lane says which delegation card they belong to)."""
     # Keyed by place, not call id: some providers reuse ids such as "call_0" across steps.
     by_place: dict[tuple[str, int | None, int | None], Any] = {(e.lane, e.step, e.position): e for e in executions}
+    # The loop's own tools (read_tool_result, find_tools) leave no execution record: their
+    # stored result says how they ended.
+    results = {(m.lane, m.step, m.tool_call_id): m.content for m in messages if m.role == "tool"}
     by_lane: dict[str, list[Any]] = defaultdict(list)
     for message in messages:
         if message.role == "assistant":
@@ -166,7 +171,7 @@ def turn_from_db(turn_obj: Any, messages: list[Any], executions: list[Any]) -> d
     for lane in sorted(by_lane, key=_depth_first):
         prefix = dom.lane(turn_obj.pk, lane)
         lane_steps[lane] = [
-            _stored_step(turn_obj.pk, prefix, lane, m, by_place, lane_steps, cite) for m in by_lane[lane]
+            _stored_step(turn_obj.pk, prefix, lane, m, by_place, lane_steps, cite, results) for m in by_lane[lane]
         ]
     steps = lane_steps.get("", [])
     answers = [m for m in messages if m.role == "assistant" and not m.lane]
@@ -191,16 +196,48 @@ def _stored_step(
     by_place: dict[tuple[str, int | None, int | None], Any],
     lane_steps: dict[str, list[dict[str, Any]]],
     cite: Citations,
+    results: dict[tuple[str, int | None, str], str],
 ) -> dict[str, Any]:
     cards = []
     for position, call in enumerate(message.tool_calls or []):
         execution = by_place.get((lane, message.step, position))
-        found = card_from_execution(prefix, message.step or 0, position, call.get("function", {}), call, execution)
+        function = call.get("function", {})
+        if execution is None and function.get("name") in BUILT_IN_TOOLS:
+            stored = results.get((lane, message.step, str(call.get("id", ""))))
+            found = _built_in_card(prefix, message.step or 0, position, function, call, stored)
+        else:
+            found = card_from_execution(prefix, message.step or 0, position, function, call, execution)
         cards.append(with_lane(found, turn_id, lane_steps, cite))
     meta = message.metadata or {}
     state = "stopped" if meta.get("stopped") else "failed" if meta.get("failed") else "complete"
     html = message.html if message.html_key == fingerprint() else None
     return step(prefix, message.step or 0, text=message.content, cards=cards, state=state, html=html, cite=cite)
+
+
+def _built_in_card(
+    prefix: str,
+    step_index: int,
+    position: int,
+    function: dict[str, Any],
+    call: dict[str, Any],
+    stored: str | None,
+) -> dict[str, Any]:
+    content = stored or ""
+    failed = stored is None or content.startswith("Error")
+    return card(
+        prefix,
+        step_index,
+        position,
+        name=str(function.get("name", "")),
+        call_id=str(call.get("id", "")),
+        arguments=function.get("arguments"),
+        status="error" if failed else "success",
+        result=None if failed else content.split("\n", 1)[0],
+        error=content.removeprefix("Error: ") if failed else "",
+    )
+
+
+BUILT_IN_TOOLS = frozenset({READ_TOOL, FIND_TOOL})
 
 
 # --- Turns for a page -------------------------------------------------------------------------
@@ -230,6 +267,18 @@ def turn_views(turns: Sequence[Turn]) -> tuple[dict[int, dict[str, Any]], dict[i
     if stale:
         # A cache of the rendered text, stored once so the next view renders no Markdown at all.
         Message.objects.bulk_update(stale, ["html", "html_key"], batch_size=200)
+    # The results of the loop's own tools, for their cards (only theirs: results can be large).
+    built_in = [
+        str(call.get("id", ""))
+        for found in messages.values()
+        for m in found
+        for call in m.tool_calls or []
+        if call.get("function", {}).get("name") in BUILT_IN_TOOLS
+    ]
+    if built_in:
+        results = Message.objects.filter(turn_id__in=ids, role=Message.Role.TOOL, tool_call_id__in=built_in)
+        for r in results.only("turn_id", "lane", "step", "role", "tool_call_id", "content"):
+            messages[r.turn_id].append(r)  # type: ignore[index]
     executions: dict[int, list[Any]] = defaultdict(list)
     for e in ToolExecution.objects.filter(turn_id__in=ids).defer("raw_arguments"):
         executions[e.turn_id].append(e)  # type: ignore[index]

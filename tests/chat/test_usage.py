@@ -65,6 +65,11 @@ def test_turn_shows_its_tokens_and_each_calls_split(user: Any) -> None:
     assert 'data-testid="turn-usage"' in html and "1,534 tokens" in html
 
 
+def test_cached_prompt_tokens_are_shown_when_the_provider_reported_them() -> None:
+    shown = usage.view({"prompt_tokens": 1500, "completion_tokens": 34, "cached_tokens": 1200}, [])
+    assert shown is not None and shown["detail"] == "1,500 in · 34 out · 1,200 cached"
+
+
 def test_a_turn_without_usage_shows_none(user: Any) -> None:
     chat = Chat.objects.create(owner=user)
     turn = Turn.objects.create(chat=chat, status=Turn.Status.COMPLETED)

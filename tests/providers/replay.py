@@ -62,6 +62,11 @@ class ReplayServer:
     def __init__(self) -> None:
         self.script: list[Reply] = []
         self.requests: list[Request] = []
+        # A context window, as a real provider enforces it: a request of more tokens (LiteLLM's
+        # count for gpt-4o, messages and tools) is refused with OpenAI's context-length error,
+        # without using up a reply. `sizes` keeps each request's count.
+        self.window: int | None = None
+        self.sizes: list[int] = []
         self._lock = threading.Lock()
         server = self
         self._httpd = _Server(("127.0.0.1", 0), _handler_for(server))
@@ -87,11 +92,38 @@ class ReplayServer:
             self.requests = []
 
     def _next(self, request: Request) -> Reply:
+        refused = _over_window(self, request)
+        if refused is not None:
+            return refused
         with self._lock:
             self.requests.append(request)
             if not self.script:
                 return Reply(status=500, error={"error": {"message": "the replay script is empty"}})
             return self.script.pop(0) if len(self.script) > 1 else self.script[0]
+
+
+def _over_window(server: ReplayServer, request: Request) -> Reply | None:
+    if server.window is None:
+        return None
+    import litellm
+
+    size = litellm.token_counter(model="gpt-4o", messages=request.messages, tools=request.body.get("tools"))
+    with server._lock:
+        server.sizes.append(size)
+        if size <= server.window:
+            return None
+        server.requests.append(request)
+    message = (
+        f"This model's maximum context length is {server.window} tokens. However, your messages "
+        f"resulted in {size} tokens. Please reduce the length of the messages."
+    )
+    error = {
+        "message": message,
+        "type": "invalid_request_error",
+        "param": "messages",
+        "code": "context_length_exceeded",
+    }
+    return Reply(status=400, error={"error": error})
 
 
 def _handler_for(server: ReplayServer) -> type[BaseHTTPRequestHandler]:

@@ -66,15 +66,29 @@ class Stream:
 
 
 class Script:
-    """Scripted stand-in for litellm.acompletion; records what each call was sent."""
+    """Scripted stand-in for litellm.acompletion; records what each call was sent. With
+    `window`, it answers a request of more tokens than that (as LiteLLM counts them) the way a
+    real provider does: a context-length error, before any response is used up."""
 
-    def __init__(self, *responses: Any) -> None:
+    def __init__(self, *responses: Any, window: int | None = None) -> None:
         self.responses = list(responses)
         self.calls: list[dict[str, Any]] = []
         self.streams: list[Stream] = []
+        self.window = window
+        self.sizes: list[int] = []  # each request's tokens, refused ones too
 
     async def __call__(self, **kwargs: Any) -> Stream:
         self.calls.append({**kwargs, "messages": json.loads(json.dumps(kwargs["messages"]))})
+        if self.window is not None:
+            size = litellm.token_counter(model=kwargs["model"], messages=kwargs["messages"], tools=kwargs.get("tools"))
+            self.sizes.append(size)
+            if size > self.window:
+                raise litellm.ContextWindowExceededError(
+                    f"This model's maximum context length is {self.window} tokens. However, your messages "
+                    f"resulted in {size} tokens.",
+                    model="x",
+                    llm_provider="openai",
+                )
         response = self.responses.pop(0)
         if isinstance(response, BaseException):
             raise response

@@ -130,3 +130,45 @@ async def test_reasoning_is_never_answer_text_nor_sent_back() -> None:
     assert [e[2] for e in sink.of("text")] == ["Answer."]
     assert agent.messages[-1] == {"role": "assistant", "content": "Answer."}
     assert agent.model.partial.reasoning == "Let me think hard."  # type: ignore[attr-defined]
+
+
+async def test_cached_prompt_tokens_are_recorded_in_usage() -> None:
+    openai_style = {"prompt_tokens": 1000, "completion_tokens": 5, "prompt_tokens_details": {"cached_tokens": 800}}
+    anthropic_style = {"prompt_tokens": 900, "completion_tokens": 5, "cache_read_input_tokens": 700}
+    script = Script(
+        [text_chunk("a"), {"choices": [], "usage": openai_style}],
+        [text_chunk("b"), {"choices": [], "usage": anthropic_style}],
+    )
+    model = LiteLLMModel(ModelConfig(model="scripted/test", retries=0), completion=script)
+    totals = []
+    for _ in range(2):
+        async for event in model.stream(USER, None):
+            if hasattr(event, "message"):
+                totals.append(event.message.usage.cached_tokens)
+    assert totals == [800, 700]
+
+
+async def test_anthropic_requests_carry_cache_markers_after_the_stable_prefix() -> None:
+    script = Script([text_chunk("ok"), finish()])
+    model = LiteLLMModel(ModelConfig(model="anthropic/claude-sonnet-4-5", retries=0), completion=script)
+    messages = [
+        {"role": "system", "content": "rules"},
+        {"role": "assistant", "content": "earlier"},
+        {"role": "user", "content": "now"},
+    ]
+    async for _ in model.stream(messages, None):
+        pass
+    sent = script.calls[0]["messages"]
+    marker = {"type": "ephemeral"}
+    assert sent[0]["content"] == [{"type": "text", "text": "rules", "cache_control": marker}]
+    assert sent[1] == {"role": "assistant", "content": "earlier"}
+    assert sent[2]["content"] == [{"type": "text", "text": "now", "cache_control": marker}]
+    assert messages[0]["content"] == "rules"  # the transcript is not touched
+
+
+async def test_openai_requests_carry_no_cache_markers() -> None:
+    script = Script([text_chunk("ok"), finish()])
+    model = LiteLLMModel(ModelConfig(model="openai/gpt-4o", retries=0, fast_path=False), completion=script)
+    async for _ in model.stream([{"role": "system", "content": "rules"}, *USER], None):
+        pass
+    assert script.calls[0]["messages"][0]["content"] == "rules"
