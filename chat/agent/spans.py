@@ -48,7 +48,14 @@ def agent(name: str, *, turn_id: int | None = None, chat_id: int | None = None, 
         yield span
 
 
-def agent_finished(status: str, *, error_kind: str = "", prompt_tokens: int = 0, completion_tokens: int = 0) -> None:
+def agent_finished(
+    status: str,
+    *,
+    error_kind: str = "",
+    prompt_tokens: int = 0,
+    completion_tokens: int = 0,
+    cached_tokens: int = 0,
+) -> None:
     """The current agent span's outcome (called where the turn or run is closed)."""
     span = trace.get_current_span()
     if not span.is_recording():
@@ -56,6 +63,7 @@ def agent_finished(status: str, *, error_kind: str = "", prompt_tokens: int = 0,
     span.set_attribute("tessera.outcome", status)
     span.set_attribute("gen_ai.usage.input_tokens", prompt_tokens)
     span.set_attribute("gen_ai.usage.output_tokens", completion_tokens)
+    span.set_attribute("gen_ai.usage.cache_read.input_tokens", cached_tokens)
     if error_kind:
         span.set_attribute("error.type", error_kind)
     if status in ("failed", "error"):
