@@ -6,10 +6,12 @@ from typing import Any
 from django import forms
 from django.contrib import admin
 from django.db import transaction
+from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.html import format_html
 
 from core import tracing
+from core.groups import label as groups_label
 from core.secrets_form import SecretFieldsMixin
 
 from .models import AgentDefinition, AppSettings, Chat, LLMModel, Message, TokenUsage, Turn
@@ -20,15 +22,23 @@ class LLMModelForm(SecretFieldsMixin):
 
     class Meta:
         model = LLMModel
-        fields = ["name", "model", "api_base", "api_key", "enabled", "is_default", "extra_params"]
+        fields = ["name", "model", "api_base", "api_key", "enabled", "is_default", "extra_params", "groups"]
 
 
 @admin.register(LLMModel)
 class LLMModelAdmin(admin.ModelAdmin):
     form = LLMModelForm
-    list_display = ["name", "model", "api_base", "key", "enabled", "is_default"]
-    list_filter = ["enabled", "is_default"]
+    list_display = ["name", "model", "api_base", "key", "enabled", "is_default", "for_groups"]
+    list_filter = ["enabled", "is_default", "groups"]
     search_fields = ["name", "model"]
+    filter_horizontal = ["groups"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[LLMModel]:
+        return super().get_queryset(request).prefetch_related("groups")
+
+    @admin.display(description="Groups")
+    def for_groups(self, obj: LLMModel) -> str:
+        return groups_label(obj)
 
     @admin.display(description="API key")
     def key(self, obj: LLMModel) -> str:
@@ -170,7 +180,17 @@ class AppSettingsAdmin(admin.ModelAdmin):
 class AgentDefinitionForm(forms.ModelForm):
     class Meta:
         model = AgentDefinition
-        fields = ["name", "slug", "description", "instructions", "model", "toolsets", "max_iterations", "enabled"]
+        fields = [
+            "name",
+            "slug",
+            "description",
+            "instructions",
+            "model",
+            "toolsets",
+            "max_iterations",
+            "enabled",
+            "groups",
+        ]
 
     def clean_slug(self) -> str:
         from .agents.registry import builtin_agents
@@ -199,6 +219,14 @@ class AgentDefinitionForm(forms.ModelForm):
 @admin.register(AgentDefinition)
 class AgentDefinitionAdmin(admin.ModelAdmin):
     form = AgentDefinitionForm
-    list_display = ["name", "slug", "model", "max_iterations", "enabled"]
-    list_filter = ["enabled"]
+    list_display = ["name", "slug", "model", "max_iterations", "enabled", "for_groups"]
+    list_filter = ["enabled", "groups"]
     search_fields = ["name", "slug", "description"]
+    filter_horizontal = ["groups"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[AgentDefinition]:
+        return super().get_queryset(request).prefetch_related("groups")
+
+    @admin.display(description="Groups")
+    def for_groups(self, obj: AgentDefinition) -> str:
+        return groups_label(obj)

@@ -6,13 +6,27 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import models
 from django.db.models import Q
-from django.db.models.signals import post_delete, post_save
+from django.db.models.signals import m2m_changed, post_delete, post_save
 from django.dispatch import receiver
 from django.utils import timezone
 
+from core import groups as member_groups
 from core.crypto import EncryptedTextField, mask
 
 DEMO_MODEL = "demo/tessera"
+GROUPS_HELP = "Only members of these groups may use it; none chosen: everyone."
+
+
+def open_to(model: type[models.Model], user_id: int | None) -> Q:
+    """Rows of `model` (with a `groups` field) open to the user: limited to no group, or to one of
+    theirs. Subqueries rather than a join, so a row in two of the user's groups comes once."""
+    through = model._meta.get_field("groups").remote_field.through  # type: ignore[union-attr]
+    column = f"{model._meta.model_name}_id"
+    limited = through.objects.values(column)
+    # The user's groups as a subquery too: the whole check is part of the caller's one query.
+    user_groups = member_groups.user_groups().filter(user_id=user_id).values("group_id")
+    mine = through.objects.filter(group_id__in=user_groups).values(column)
+    return ~Q(pk__in=limited) | Q(pk__in=mine)
 
 
 class LLMModel(models.Model):
@@ -34,6 +48,7 @@ class LLMModel(models.Model):
     extra_params = models.JSONField(
         default=dict, blank=True, help_text='Passed to LiteLLM as is, e.g. {"temperature": 0.2}.'
     )
+    groups = models.ManyToManyField("auth.Group", blank=True, related_name="llm_models", help_text=GROUPS_HELP)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -55,13 +70,27 @@ class LLMModel(models.Model):
         return self.model.startswith("demo/")
 
     @classmethod
-    def default(cls) -> LLMModel | None:
-        """The explicit default; else the newest enabled real model; else the offline demo."""
-        enabled = cls.objects.filter(enabled=True)
+    def for_user(cls, user_id: int | None) -> models.QuerySet[LLMModel]:
+        """The enabled models this user may choose: the picker's list and the forms' choices."""
+        return cls.objects.filter(enabled=True).filter(open_to(cls, user_id))
+
+    def open_to(self, user_id: int | None) -> bool:
+        return LLMModel.for_user(user_id).filter(pk=self.pk).exists()
+
+    @classmethod
+    def default(cls, user_id: int | None = None) -> LLMModel | None:
+        """The default among the models open to `user_id` (one query)."""
+        return cls.choose_default(list(cls.for_user(user_id)))
+
+    @staticmethod
+    def choose_default(models: list[LLMModel]) -> LLMModel | None:
+        """Of these (enabled) models: the explicit default; else the newest real one; else the
+        first (the offline demo)."""
+        real = [m for m in models if not m.is_demo]
         return (
-            enabled.filter(is_default=True).first()
-            or enabled.exclude(model__startswith="demo/").order_by("-created_at").first()
-            or enabled.first()
+            next((m for m in models if m.is_default), None)
+            or max(real, key=lambda m: m.created_at, default=None)
+            or (models[0] if models else None)
         )
 
     def litellm_kwargs(self) -> dict[str, Any]:
@@ -88,6 +117,16 @@ class Chat(models.Model):
 
     def __str__(self) -> str:
         return self.title or "New chat"
+
+    def next_model(self, open_models: list[LLMModel] | None = None) -> tuple[LLMModel | None, str]:
+        """The model the chat's next message uses, and the name of the chat's own model when
+        the owner lost it ("" otherwise): then the owner's default takes its place.
+        `open_models`: the models open to the owner, when the caller has them (no query)."""
+        models = open_models if open_models is not None else list(LLMModel.for_user(self.owner_id))
+        own = self.model
+        if own is not None and any(m.pk == own.pk for m in models):
+            return own, ""
+        return LLMModel.choose_default(models), own.name if own is not None else ""
 
     @property
     def display_title(self) -> str:
@@ -357,6 +396,7 @@ class AgentDefinition(models.Model):
     )
     max_iterations = models.PositiveSmallIntegerField(default=5)
     enabled = models.BooleanField(default=True)
+    groups = models.ManyToManyField("auth.Group", blank=True, related_name="agents", help_text=GROUPS_HELP)
 
     class Meta:
         ordering = ["name"]
@@ -366,6 +406,8 @@ class AgentDefinition(models.Model):
         return self.name
 
     CACHE_KEY = "agent-definitions"
+    # Filled in by enabled_rows(), for the cached copies.
+    group_ids: frozenset[int] = frozenset()
 
     @classmethod
     def enabled_rows(cls) -> list[AgentDefinition]:
@@ -373,7 +415,10 @@ class AgentDefinition(models.Model):
         # cleared for every process when a row is saved or deleted (see below).
         rows = cache.get(cls.CACHE_KEY)
         if rows is None:
-            rows = list(cls.objects.filter(enabled=True))
+            rows = list(cls.objects.filter(enabled=True).prefetch_related("groups"))
+            for row in rows:
+                # Kept with the cached row: the group ids, read without a query per turn.
+                row.group_ids = frozenset(group.pk for group in row.groups.all())
             cache.set(cls.CACHE_KEY, rows)
         return rows  # type: ignore[no-any-return]
 
@@ -384,5 +429,8 @@ def _forget_app_settings(**_: Any) -> None:
 
 
 @receiver([post_save, post_delete], sender=AgentDefinition)
+@receiver(m2m_changed, sender=AgentDefinition.groups.through)
 def _forget_agents(**_: Any) -> None:
+    # The cached rows carry their groups: a change of those (saved after the row by admin's
+    # form) must clear them too.
     cache.delete(AgentDefinition.CACHE_KEY)

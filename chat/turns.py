@@ -41,6 +41,10 @@ UNEXPECTED_ERROR = "Something went wrong while answering. Your message is saved;
 NO_MODEL_ERROR = "No model is configured. An administrator needs to add one."
 
 
+def model_not_open_error(name: str) -> str:
+    return f"The model {name} is not available to your groups. Choose another one in the chat's settings."
+
+
 def run_turn_sync(turn_id: int, trace_carrier: dict[str, str] | None = None) -> None:
     """Entry point for the Celery task: the pool thread waits while the process's loop runs the
     turn."""
@@ -97,9 +101,13 @@ async def _run_claimed(turn: Turn, redis: Any, watch: TurnWatch) -> None:
     watch.add(turn.pk, cancel)
     try:
         await sink.started()
-        llm = turn.model or await db(LLMModel.default)()
+        llm = turn.model or await db(LLMModel.default)(chat.owner_id)
         if llm is None:
             await sink.finish(Outcome("failed", 0, error=NO_MODEL_ERROR))
+            return
+        # Groups are read again when the turn runs: a membership change since the send counts.
+        if not await db(llm.open_to)(chat.owner_id):
+            await sink.finish(Outcome("failed", 0, error=model_not_open_error(llm.name)))
             return
         vision = files_transcript.model_sees_images(llm.model)
         messages, unseen = await db(turn_store.turn_transcript)(chat.pk, turn.pk, vision)
@@ -110,7 +118,9 @@ async def _run_claimed(turn: Turn, redis: Any, watch: TurnWatch) -> None:
 
         async def model_for(agent: AgentSpec) -> Any:
             # An agent may have a model of its own (an admin's choice); else the chat's.
-            own = await db(LLMModel.objects.filter(pk=agent.model_id, enabled=True).first)() if agent.model_id else None
+            # Only one open to the chat's owner: an agent does not lend a model the owner may not use.
+            models = LLMModel.for_user(chat.owner_id)
+            own = await db(models.filter(pk=agent.model_id).first)() if agent.model_id else None
             return _model(own or llm, trace_content=app.trace_content)
 
         sources = SourceBook()
