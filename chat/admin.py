@@ -14,7 +14,7 @@ from core import tracing
 from core.groups import label as groups_label
 from core.secrets_form import SecretFieldsMixin
 
-from .models import AgentDefinition, AppSettings, Chat, LLMModel, Message, TokenUsage, Turn
+from .models import AgentDefinition, AppSettings, Chat, ChatShare, LLMModel, Message, TokenUsage, Turn
 
 
 class LLMModelForm(SecretFieldsMixin):
@@ -175,6 +175,34 @@ class AppSettingsAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+
+@admin.register(ChatShare)
+class ChatShareAdmin(admin.ModelAdmin):
+    """Shares are made by their owners; an admin may see and revoke them (the action)."""
+
+    list_display = ["display_title", "owner", "public", "include_files", "created_at", "revoked_at"]
+    list_filter = ["public", "include_files", ("revoked_at", admin.EmptyFieldListFilter)]
+    search_fields = ["title", "chat__owner__username"]
+    readonly_fields = ["chat", "token", "title", "turn_ids", "public", "include_files", "created_at", "revoked_at"]
+    actions = ["revoke"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    @admin.display(description="Owner")
+    def owner(self, obj: ChatShare) -> str:
+        return obj.chat.owner.get_username()
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[ChatShare]:
+        return super().get_queryset(request).select_related("chat__owner")
+
+    @admin.action(description="Revoke the selected links")
+    def revoke(self, request: HttpRequest, queryset: QuerySet[ChatShare]) -> None:
+        from django.utils import timezone
+
+        count = queryset.filter(revoked_at=None).update(revoked_at=timezone.now())
+        self.message_user(request, f"Revoked {count} link(s).")
 
 
 class AgentDefinitionForm(forms.ModelForm):

@@ -152,6 +152,14 @@ class AppSettings(models.Model):
             "(secrets redacted). Off: spans carry counts, models and timings only."
         ),
     )
+    public_shares = models.BooleanField(
+        "public share links",
+        default=False,
+        help_text=(
+            "Let people share a chat with anyone who has the link, without signing in. "
+            "Off: shared chats are visible to signed-in users of this site only."
+        ),
+    )
 
     class Meta:
         verbose_name = verbose_name_plural = "app settings"
@@ -375,6 +383,33 @@ class TokenUsage(models.Model):
                 )
         except IntegrityError:  # another turn created the row first
             cls.objects.filter(user_id=user_id).update(**changes)
+
+
+class ChatShare(models.Model):
+    """A read-only link to a snapshot of a chat: the exchanges of the branch on screen when it
+    was shared (later messages and other branches are not in it)."""
+
+    chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="shares")
+    token = models.CharField(max_length=64, unique=True)
+    title = models.CharField(max_length=200, blank=True)
+    # The turns of the branch shown when shared, oldest first.
+    turn_ids = models.JSONField(default=list)
+    # Anyone with the link (when the admin allows public links); else signed-in users only.
+    public = models.BooleanField(default=False)
+    include_files = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name = "shared chat"
+
+    def __str__(self) -> str:
+        return self.title or "New chat"
+
+    @property
+    def display_title(self) -> str:
+        return self.title or "New chat"
 
 
 class AgentDefinition(models.Model):
