@@ -6,15 +6,15 @@ from typing import Any
 from django import forms
 from django.contrib import admin
 from django.db import transaction
-from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.db.models import QuerySet, Sum
+from django.http import HttpRequest, HttpResponse
 from django.utils.html import format_html
 
 from core import tracing
 from core.groups import label as groups_label
 from core.secrets_form import SecretFieldsMixin
 
-from .models import AgentDefinition, AppSettings, Chat, ChatShare, LLMModel, Message, TokenUsage, Turn
+from .models import AgentDefinition, AppSettings, Budget, Chat, ChatShare, LLMModel, Message, Spend, TokenUsage, Turn
 
 
 class LLMModelForm(SecretFieldsMixin):
@@ -22,7 +22,18 @@ class LLMModelForm(SecretFieldsMixin):
 
     class Meta:
         model = LLMModel
-        fields = ["name", "model", "api_base", "api_key", "enabled", "is_default", "extra_params", "groups"]
+        fields = [
+            "name",
+            "model",
+            "api_base",
+            "api_key",
+            "enabled",
+            "is_default",
+            "extra_params",
+            "groups",
+            "input_price",
+            "output_price",
+        ]
 
 
 @admin.register(LLMModel)
@@ -175,6 +186,73 @@ class AppSettingsAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+
+@admin.register(Budget)
+class BudgetAdmin(admin.ModelAdmin):
+    list_display = ["__str__", "user", "group", "period", "max_cost", "max_tokens"]
+    list_filter = ["period", "group"]
+    search_fields = ["user__username", "group__name"]
+    raw_id_fields = ["user"]
+
+
+@admin.register(Spend)
+class SpendAdmin(admin.ModelAdmin):
+    """Every model call's tokens and price; filter by user, group, model and date, and export
+    what is shown (or selected) as CSV."""
+
+    list_display = ["created_at", "user", "model_name", "prompt_tokens", "completion_tokens", "cost"]
+    list_filter = ["model_name", "user__groups", ("created_at", admin.DateFieldListFilter)]
+    search_fields = ["user__username", "model_name"]
+    date_hierarchy = "created_at"
+    readonly_fields = ["user", "model", "model_name", "prompt_tokens", "completion_tokens", "cost", "created_at"]
+    actions = ["export_csv"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> Any:
+        # Totals of what the filters select, per user and per model, above the list.
+        response = super().changelist_view(request, extra_context)
+        try:
+            rows = response.context_data["cl"].queryset  # type: ignore[attr-defined]
+        except (AttributeError, KeyError):
+            return response
+        totals = {"cost": Sum("cost"), "prompt": Sum("prompt_tokens"), "completion": Sum("completion_tokens")}
+        response.context_data["spend_totals"] = {  # type: ignore[attr-defined]
+            "all": rows.aggregate(**totals),
+            "users": rows.values("user__username").annotate(**totals).order_by("-cost")[:20],
+            "models": rows.values("model_name").annotate(**totals).order_by("-cost")[:20],
+        }
+        return response
+
+    @admin.action(description="Export the selected calls as CSV")
+    def export_csv(self, request: HttpRequest, queryset: QuerySet[Spend]) -> HttpResponse:
+        import csv
+
+        response = HttpResponse(content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = 'attachment; filename="tessera-spend.csv"'
+        writer = csv.writer(response)
+        writer.writerow(["time (UTC)", "user", "groups", "model", "prompt tokens", "completion tokens", "cost (USD)"])
+        for row in queryset.select_related("user").prefetch_related("user__groups").order_by("created_at"):
+            groups = ";".join(sorted(group.name for group in row.user.groups.all()))
+            writer.writerow(
+                [
+                    row.created_at.isoformat(),
+                    _csv_safe(row.user.get_username()),
+                    _csv_safe(groups),
+                    _csv_safe(row.model_name),
+                    row.prompt_tokens,
+                    row.completion_tokens,
+                    row.cost,
+                ]
+            )
+        return response
+
+
+def _csv_safe(value: str) -> str:
+    # A cell starting with = + - @ is a formula to a spreadsheet: quote it as text.
+    return "'" + value if value[:1] in ("=", "+", "-", "@") else value
 
 
 @admin.register(ChatShare)

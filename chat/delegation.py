@@ -52,6 +52,7 @@ class Delegator:
         sources: SourceBook,
         depth: int = 0,
         lane: str = "",
+        budget: Any = None,
     ) -> None:
         self.sink = sink
         self.cancel = cancel
@@ -63,6 +64,8 @@ class Delegator:
         self.depth = depth
         self.lane = lane  # where the supervisor making these calls works ("" for the turn itself)
         self.sources = sources
+        # The turn's budget check (chat.agent.budget.Budget or None): subagents spend from it too.
+        self.budget = budget
 
     async def run(self, agent: AgentSpec, call: ToolCall, step: int, position: int) -> ToolResult:
         task, context, problem = _arguments(call)
@@ -125,6 +128,7 @@ class Delegator:
                 sources=self.sources,
                 depth=self.depth + 1,
                 lane=lane,
+                budget=self.budget,
             )
 
         async def progress(step: int, position: int, text: str, percent: float | None) -> None:
@@ -150,7 +154,12 @@ class Delegator:
         ]
         await db(turn_store.save_subagent_prompt)(sink.chat_id, sink.turn_id, lane, messages)
         loop = Agent(
-            model, toolbox, sink.lane(lane), self.cancel, max_iterations=min(agent.max_iterations, self.chat_limit)
+            model,
+            toolbox,
+            sink.lane(lane),
+            self.cancel,
+            max_iterations=min(agent.max_iterations, self.chat_limit),
+            budget=self.budget,
         )
         # The run's model and tool calls nest under its own agent span, under the supervisor's.
         with spans.agent(agent.name, turn_id=sink.turn_id, depth=self.depth + 1):

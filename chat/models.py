@@ -4,6 +4,8 @@ from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
+from django.core.exceptions import ValidationError
+from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Q
 from django.db.models.signals import m2m_changed, post_delete, post_save
@@ -49,6 +51,24 @@ class LLMModel(models.Model):
         default=dict, blank=True, help_text='Passed to LiteLLM as is, e.g. {"temperature": 0.2}.'
     )
     groups = models.ManyToManyField("auth.Group", blank=True, related_name="llm_models", help_text=GROUPS_HELP)
+    # For budgets: the admin's price wins; without one, LiteLLM's price list; without that, free.
+    input_price = models.DecimalField(
+        "input price (USD per million tokens)",
+        max_digits=12,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0)],
+        help_text="For budgets, when LiteLLM has no price for this model (or to override it).",
+    )
+    output_price = models.DecimalField(
+        "output price (USD per million tokens)",
+        max_digits=12,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0)],
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -383,6 +403,75 @@ class TokenUsage(models.Model):
                 )
         except IntegrityError:  # another turn created the row first
             cls.objects.filter(user_id=user_id).update(**changes)
+
+
+class Budget(models.Model):
+    """A spending limit for one user, or for the members of one group together, per day or per
+    calendar month (UTC): in money and/or tokens. Checked before every model call (chat/budgets.py)."""
+
+    class Period(models.TextChoices):
+        DAY = "day", "Per day"
+        MONTH = "month", "Per month"
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="budgets"
+    )
+    group = models.ForeignKey(
+        "auth.Group",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="budgets",
+        help_text="The members' spending counts together against this limit.",
+    )
+    period = models.CharField(max_length=10, choices=Period.choices, default=Period.MONTH)
+    max_cost = models.DecimalField(
+        "spending limit (USD)",
+        max_digits=12,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0)],
+    )
+    max_tokens = models.PositiveBigIntegerField("token limit", null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(user__isnull=True, group__isnull=False) | Q(user__isnull=False, group__isnull=True),
+                name="budget_for_a_user_or_a_group",
+            )
+        ]
+
+    def __str__(self) -> str:
+        who = f"group {self.group}" if self.group_id else f"user {self.user}"
+        return f"{self.get_period_display()} for {who}"
+
+    def clean(self) -> None:
+        if (self.user_id is None) == (self.group_id is None):
+            raise ValidationError("Choose a user or a group (one of them).")
+        if self.max_cost is None and self.max_tokens is None:
+            raise ValidationError("Set a spending limit, a token limit, or both.")
+
+
+class Spend(models.Model):
+    """One model call's usage and price: the ledger budgets start from and admins report on."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="spend")
+    model = models.ForeignKey(LLMModel, null=True, on_delete=models.SET_NULL, related_name="+")
+    model_name = models.CharField(max_length=200)
+    prompt_tokens = models.PositiveBigIntegerField(default=0)
+    completion_tokens = models.PositiveBigIntegerField(default=0)
+    cost = models.DecimalField("cost (USD)", max_digits=14, decimal_places=6, default=0)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name = verbose_name_plural = "spend"
+
+    def __str__(self) -> str:
+        return f"{self.model_name}: {self.prompt_tokens + self.completion_tokens} tokens"
 
 
 class ChatShare(models.Model):

@@ -18,10 +18,11 @@ from django.utils import timezone
 from chat.agent import spans
 from chat.agent.loop import Agent, CancelToken, Outcome
 from core import logs, metrics, tracing
+from core.redis_client import sync_client
 from toolsets.files import transcript as files_transcript
 from toolsets.sources import SourceBook
 
-from . import live, presenters, turn_store, worker_loop
+from . import budgets, live, presenters, turn_store, worker_loop
 from .agents import AgentSpec
 from .approvals import Asker
 from .delegation import Delegator
@@ -123,6 +124,8 @@ async def _run_claimed(turn: Turn, redis: Any, watch: TurnWatch) -> None:
             own = await db(models.filter(pk=agent.model_id).first)() if agent.model_id else None
             return _model(own or llm, trace_content=app.trace_content)
 
+        # None without a budget for the owner: then nothing is checked or counted.
+        budget = await db(budgets.for_turn)(chat.owner_id, llm, sync_client(), redis)
         sources = SourceBook()
         delegator = None
         if app.max_delegation_depth >= 1:
@@ -135,6 +138,7 @@ async def _run_claimed(turn: Turn, redis: Any, watch: TurnWatch) -> None:
                 chat_limit=chat_limit,
                 max_depth=app.max_delegation_depth,
                 sources=sources,
+                budget=budget,
             )
         toolbox = ChatToolBox(
             user_id=chat.owner_id,
@@ -149,7 +153,14 @@ async def _run_claimed(turn: Turn, redis: Any, watch: TurnWatch) -> None:
         await db(toolbox.prepare)()
         if toolbox.skipped:
             await sink.notice("skipped", "Not available for this answer: " + ", ".join(toolbox.skipped) + ".")
-        agent = Agent(_model(llm, trace_content=app.trace_content), toolbox, sink, cancel, max_iterations=chat_limit)
+        agent = Agent(
+            _model(llm, trace_content=app.trace_content),
+            toolbox,
+            sink,
+            cancel,
+            max_iterations=chat_limit,
+            budget=budget,
+        )
         prompt = {"role": "system", "content": system_prompt(timezone.now(), user_name(chat.owner))}
         outcome = await agent.run([prompt, *messages])
         # Stopped by the worker's shutdown (its grace period ran out), not by the reader.

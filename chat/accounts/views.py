@@ -74,7 +74,14 @@ def account(request: AuthedRequest) -> HttpResponse:
         user.save(update_fields=["first_name", "last_name"])
         messages.success(request, "Your name is saved.")
         return redirect("accounts:account")
-    return render(request, "accounts/account.html", {"form": form, "shares": shares_of(user.pk)})
+    return render(request, "accounts/account.html", {"form": form, "shares": shares_of(user.pk), **_budgets(user.pk)})
+
+
+def _budgets(user_id: int) -> dict[str, Any]:
+    from chat.budgets import left_for
+    from core.redis_client import sync_client
+
+    return {"budgets": left_for(user_id, sync_client())}
 
 
 class PasswordChange(PasswordChangeView):
