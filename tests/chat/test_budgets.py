@@ -209,3 +209,20 @@ def test_a_budget_needs_one_owner_and_a_limit(user: Any) -> None:
     with pytest.raises(ValidationError):
         Budget(user=user, group=Group.objects.create(name="g"), period="day", max_tokens=5).full_clean()
     Budget(user=user, period="day", max_cost=Decimal("1")).full_clean()
+
+
+def test_a_new_month_starts_from_zero(user: Any, demo_model: LLMModel, redis_server: str) -> None:
+    """The reset: November's spending fills November's counter; December's starts empty."""
+    Budget.objects.create(user=user, period="month", max_tokens=1_000)
+    Spend.objects.create(user=user, model_name="demo/tessera", prompt_tokens=1_000)
+    Spend.objects.filter(user=user).update(created_at=datetime(2026, 11, 20, tzinfo=UTC))
+    client = redis.from_url(redis_server)
+
+    [november] = budgets.counters_for(user.pk, client, now=datetime(2026, 11, 30, 23, 59, tzinfo=UTC))
+    [december] = budgets.counters_for(user.pk, client, now=datetime(2026, 12, 1, 0, 1, tzinfo=UTC))
+
+    assert november.tokens_key != december.tokens_key
+    assert int(client.get(november.tokens_key) or 0) == 1_000
+    assert int(client.get(december.tokens_key) or 0) == 0
+    assert 0 < client.ttl(december.tokens_key) <= (31 + 2) * 86400 + 120
+    assert december.resets == datetime(2027, 1, 1, tzinfo=UTC)
