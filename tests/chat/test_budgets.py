@@ -226,3 +226,55 @@ def test_a_new_month_starts_from_zero(user: Any, demo_model: LLMModel, redis_ser
     assert int(client.get(december.tokens_key) or 0) == 0
     assert 0 < client.ttl(december.tokens_key) <= (31 + 2) * 86400 + 120
     assert december.resets == datetime(2027, 1, 1, tzinfo=UTC)
+
+
+def test_two_worker_processes_racing_on_a_budget_overspend_by_at_most_one_reserve(
+    stack: Any, tmp_path: Any, user: Any, demo_model: LLMModel, redis_server: str
+) -> None:
+    """Eight turns of one user queued at once, run by the stack's worker and a second worker
+    process: their model calls race on the last of a token budget in Redis."""
+    from config.celery import app
+    from tests.processes import Processes, wait_until
+
+    demo_model.extra_params = {"tokens_per_second": 400, "max_tokens": 3_000}
+    demo_model.save()
+    processes = Processes(tmp_path / "procs", redis_url=redis_server)
+    try:
+        second = processes.worker("second", concurrency=8)
+        node = processes.nodenames["second"]
+
+        def answers() -> bool:
+            assert second.poll() is None, processes.log("second").read_text()[-2000:]
+            return bool(app.control.ping(destination=[node], timeout=0.5))
+
+        wait_until(answers, 60, "the second worker did not answer")
+        # One token: whichever call reserves first takes the whole budget; every other call,
+        # in either process, must be refused, before or after that call settles.
+        limit = 1
+        Budget.objects.create(user=user, period="day", max_tokens=limit)
+        turns = []
+        for n in range(8):
+            chat = Chat.objects.create(owner=user, model=demo_model)
+            turn = Turn.objects.create(chat=chat, model=demo_model)
+            Message.objects.create(chat=chat, turn=turn, role="user", content=f"Tell me a story {n}")
+            turns.append(turn)
+        for turn in turns:
+            app.signature("chat.run_turn", args=(turn.pk,)).apply_async()
+
+        def all_done() -> bool:
+            return not Turn.objects.filter(pk__in=[t.pk for t in turns], status__in=Turn.ACTIVE).exists()
+
+        wait_until(all_done, 90, "the turns did not finish")
+        logged = processes.log("second").read_text() + (tmp_path / "procs" / "second.out").read_text()
+        # Both processes took part (the stack's worker's log is not this test's own to read).
+        assert "Task chat.run_turn" in logged
+    finally:
+        processes.close()
+
+    finished = list(Turn.objects.filter(pk__in=[t.pk for t in turns]))
+    refused = [t for t in finished if t.error_kind == "budget"]
+    ran = [t for t in finished if t.status == Turn.Status.COMPLETED]
+    assert (len(ran), len(refused)) == (1, 7), [(t.status, t.error) for t in finished]
+    [spent] = Spend.objects.filter(user=user)
+    # Past the limit by that one call, which used less than its reserve (3,000 tokens of answer).
+    assert limit < spent.prompt_tokens + spent.completion_tokens < limit + 3_000 + 2_000
