@@ -95,7 +95,7 @@ def revoke_share(request: AuthedRequest, share_id: int) -> HttpResponse:
     return redirect("chat:share", chat_id=share.chat_id)
 
 
-def _open_share(request: HttpRequest, token: str) -> ChatShare:
+def _open_share(token: str) -> ChatShare:
     if not 16 <= len(token) <= 64:
         raise Http404("No such shared chat.")
     share = ChatShare.objects.select_related("chat__owner").filter(token=token, revoked_at=None).first()
@@ -110,16 +110,17 @@ def _visible_without_sign_in(share: ChatShare) -> bool:
 
 @require_GET
 def shared_chat(request: HttpRequest, token: str) -> HttpResponse:
-    share = _open_share(request, token)
+    share = _open_share(token)
     if not request.user.is_authenticated and not _visible_without_sign_in(share):
         return redirect_to_login(request.get_full_path())
     turns = list(Turn.objects.filter(chat_id=share.chat_id, pk__in=share.turn_ids).order_by("id"))
     exchanges = exchange_views(turns, latest=None)
-    files: dict[int, list[Attachment]] = {}
+    # Names and sizes only, and only when the sharer ticked it: the files themselves stay theirs.
+    files: dict[int, list[dict[str, Any]]] = {}
     if share.include_files:
-        rows = Attachment.objects.filter(messages__turn_id__in=share.turn_ids).defer("text", "thumbnail")
+        rows = Attachment.objects.filter(messages__turn_id__in=share.turn_ids, messages__role=Message.Role.USER)
         for row in rows.values("messages__turn_id", "name", "size").order_by("id"):
-            files.setdefault(row["messages__turn_id"], []).append(row)  # type: ignore[arg-type]
+            files.setdefault(row["messages__turn_id"], []).append(row)
     for exchange in exchanges:
         exchange["shared_files"] = files.get(exchange["turn_id"], [])
     owner = share.chat.owner
@@ -138,7 +139,7 @@ def shared_chat(request: HttpRequest, token: str) -> HttpResponse:
 @require_POST
 def continue_share(request: AuthedRequest, token: str) -> HttpResponse:
     """Copies the share's exchanges (messages and tool cards) into a new chat of the caller's."""
-    share = _open_share(request, token)
+    share = _open_share(token)
     with transaction.atomic():
         chat = Chat.objects.create(
             owner=request.user, title=share.title, model=LLMModel.default(request.user.pk), enabled_tools={}

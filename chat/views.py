@@ -44,6 +44,7 @@ def home(request: AuthedRequest) -> HttpResponse:
             "exchanges": [],
             "models": enabled_models(request.user.pk),
             "current_model": LLMModel.default(request.user.pk),
+            "budget_warning": _budget_warning(request.user.pk),
             # The settings the chat the first message creates will have, chosen before it.
             "values": _Draft(True, min(app.default_max_tool_iterations, app.max_tool_iterations_cap)),
             "settings_url": reverse("chat:draft_settings"),
@@ -51,6 +52,23 @@ def home(request: AuthedRequest) -> HttpResponse:
             **_popover_context(request, sel.clean(defaults.enabled_tools), reverse("chat:default_tools")),
         },
     )
+
+
+def _budget_warning(user_id: int) -> str:
+    """Above the composer, once a budget is nearly used up (one query without a budget)."""
+    from core.redis_client import sync_client
+
+    from .budgets import left_for
+
+    for left in left_for(user_id, sync_client()):
+        if left.warn:
+            parts = []
+            if left.cost_left is not None:
+                parts.append(f"{left.cost_left:.2f} USD")
+            if left.tokens_left is not None:
+                parts.append(f"{left.tokens_left:,} tokens")
+            return f"{left.label} is nearly used up: {' and '.join(parts)} left until {left.resets:%-d %B} (UTC)."
+    return ""
 
 
 def _model_context(chat: Chat) -> dict[str, Any]:
@@ -86,6 +104,7 @@ def chat_detail(request: AuthedRequest, chat_id: int) -> HttpResponse:
             "exchanges": exchanges,
             "earlier": earlier,
             **_model_context(chat),
+            "budget_warning": _budget_warning(request.user.pk),
             "cap": AppSettings.load().max_tool_iterations_cap,
             "values": chat,
             "settings_url": reverse("chat:settings", args=[chat.pk]),

@@ -278,3 +278,18 @@ def test_two_worker_processes_racing_on_a_budget_overspend_by_at_most_one_reserv
     [spent] = Spend.objects.filter(user=user)
     # Past the limit by that one call, which used less than its reserve (3,000 tokens of answer).
     assert limit < spent.prompt_tokens + spent.completion_tokens < limit + 3_000 + 2_000
+
+
+def test_the_composer_warns_near_the_end_of_a_budget(user: Any, demo_model: LLMModel, redis_server: str) -> None:
+    Budget.objects.create(user=user, period="month", max_tokens=1_000)
+    Spend.objects.create(user=user, model_name="demo/tessera", prompt_tokens=700)
+    client = Client()
+    client.force_login(user)
+    assert 'data-testid="composer-budget-warning"' not in client.get(reverse("chat:home")).content.decode()
+
+    Spend.objects.create(user=user, model_name="demo/tessera", prompt_tokens=150)
+    # As after a Redis restart: the counter starts again from the ledger.
+    client_redis = redis.from_url(redis_server)
+    client_redis.delete(*client_redis.scan_iter("tessera:budget:*"))
+    page = client.get(reverse("chat:home")).content.decode()
+    assert "Your monthly budget is nearly used up: 150 tokens left until" in page

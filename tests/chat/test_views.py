@@ -436,8 +436,9 @@ def test_chat_page_queries_do_not_grow_with_the_chat(
     owner.get(_url("chat:detail", chat))  # stores the rendered HTML
 
     # No question here has files: none is looked for (tests/toolsets/files: one query for all).
-    # One more than before groups: the user's groups, read once for the toolsets and agents.
-    with django_assert_max_num_queries(11):
+    # Two more than before teams: the user's groups, read once for the toolsets and agents, and
+    # their budgets (for a warning above the composer).
+    with django_assert_max_num_queries(12):
         response = owner.get(_url("chat:detail", chat))
 
     from chat.exchanges import PAGE_TURNS
