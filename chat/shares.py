@@ -120,7 +120,7 @@ def shared_chat(request: HttpRequest, token: str) -> HttpResponse:
     if share.include_files:
         rows = Attachment.objects.filter(messages__turn_id__in=share.turn_ids, messages__role=Message.Role.USER)
         for row in rows.values("messages__turn_id", "name", "size").order_by("id"):
-            files.setdefault(row["messages__turn_id"], []).append(row)
+            files.setdefault(row["messages__turn_id"], []).append(dict(row))
     for exchange in exchanges:
         exchange["shared_files"] = files.get(exchange["turn_id"], [])
     owner = share.chat.owner
