@@ -42,8 +42,9 @@ UNEXPECTED_ERROR = "Something went wrong while answering. Your message is saved;
 NO_MODEL_ERROR = "No model is configured. An administrator needs to add one."
 
 
-def model_not_open_error(name: str) -> str:
-    return f"The model {name} is not available to your groups. Choose another one in the chat's settings."
+def model_not_open_error(name: str, *, enabled: bool = True) -> str:
+    why = "is not available to your groups" if enabled else "was turned off by an administrator"
+    return f"The model {name} {why}. Choose another one in the chat's settings."
 
 
 def run_turn_sync(turn_id: int, trace_carrier: dict[str, str] | None = None) -> None:
@@ -108,7 +109,7 @@ async def _run_claimed(turn: Turn, redis: Any, watch: TurnWatch) -> None:
             return
         # Groups are read again when the turn runs: a membership change since the send counts.
         if not await db(llm.open_to)(chat.owner_id):
-            await sink.finish(Outcome("failed", 0, error=model_not_open_error(llm.name)))
+            await sink.finish(Outcome("failed", 0, error=model_not_open_error(llm.name, enabled=llm.enabled)))
             return
         vision = files_transcript.model_sees_images(llm.model)
         messages, unseen = await db(turn_store.turn_transcript)(chat.pk, turn.pk, vision)

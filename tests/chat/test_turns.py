@@ -277,3 +277,20 @@ def test_a_turn_whose_model_the_owner_lost_before_it_ran_fails_clearly(user: Any
     assert turn.error == model_not_open_error(demo_model.name)
     assert "not available to your groups" in turn.error
     assert not Message.objects.filter(turn=turn, role="assistant").exists()
+
+
+def test_a_turn_whose_model_was_turned_off_before_it_ran_says_so(user: Any, demo_model: Any) -> None:
+    chat = Chat.objects.create(owner=user, model=demo_model)
+    turn = Turn.objects.create(chat=chat, model=demo_model)
+    Message.objects.create(chat=chat, turn=turn, role="user", content="hello")
+    demo_model.enabled = False
+    demo_model.save()
+
+    asyncio.run(run_turn(turn.pk))
+
+    turn.refresh_from_db()
+    assert turn.status == Turn.Status.FAILED
+    assert (
+        turn.error
+        == "The model Demo (offline) was turned off by an administrator. Choose another one in the chat's settings."
+    )
