@@ -186,3 +186,30 @@ def test_files_are_listed_only_when_the_sharer_ticks_it(user: Any, chat: Chat) -
     assert "budget-secret.csv" not in owner.get(shared_url(share(owner, chat))).content.decode()
     with_files = owner.get(shared_url(share(owner, chat, include_files="on"))).content.decode()
     assert "budget-secret.csv" in with_files
+
+
+def test_tool_cards_and_citations_show_read_only_with_hostile_sources_inert(user: Any, chat: Chat) -> None:
+    """A tool result's sources come from outside (a fetched page): on the shared page they are
+    text and a checked link, like in the chat."""
+    first = Turn.objects.filter(chat=chat).order_by("id").first()
+    ToolExecution.objects.create(
+        user=user,
+        turn=first,
+        step=0,
+        position=0,
+        toolset="web",
+        tool="fetch",
+        status="success",
+        result={"text": "ok"},
+        sources=[
+            {"n": 1, "title": "Good page", "url": "https://example.com/a", "kind": "example.com", "snippet": "s"},
+            {"n": 2, "title": "<img src=x onerror=alert(1)>", "url": "javascript:alert(1)", "kind": "x", "snippet": ""},
+        ],
+    )
+    Message.objects.filter(turn=first, role="assistant").update(content="See [1] and [2].")
+    html = signed_in(user).get(shared_url(share(signed_in(user), chat))).content.decode()
+    body = html.split('data-testid="shared-messages"', 1)[1]
+    assert body.count('data-testid="source"') == 2
+    assert 'href="https://example.com/a"' in body
+    assert 'href="javascript:' not in body and "<img src=x" not in body
+    assert 'class="tool-card' in body and "<button" not in body and "<form" not in body
