@@ -6,13 +6,15 @@ from typing import Any
 from django import forms
 from django.contrib import admin
 from django.db import transaction
-from django.http import HttpRequest
+from django.db.models import QuerySet, Sum
+from django.http import HttpRequest, HttpResponse
 from django.utils.html import format_html
 
 from core import tracing
+from core.groups import label as groups_label
 from core.secrets_form import SecretFieldsMixin
 
-from .models import AgentDefinition, AppSettings, Chat, LLMModel, Message, TokenUsage, Turn
+from .models import AgentDefinition, AppSettings, Budget, Chat, ChatShare, LLMModel, Message, Spend, TokenUsage, Turn
 
 
 class LLMModelForm(SecretFieldsMixin):
@@ -30,15 +32,26 @@ class LLMModelForm(SecretFieldsMixin):
             "extra_params",
             "context_window",
             "answer_reserve",
+            "groups",
+            "input_price",
+            "output_price",
         ]
 
 
 @admin.register(LLMModel)
 class LLMModelAdmin(admin.ModelAdmin):
     form = LLMModelForm
-    list_display = ["name", "model", "api_base", "key", "enabled", "is_default"]
-    list_filter = ["enabled", "is_default"]
+    list_display = ["name", "model", "api_base", "key", "enabled", "is_default", "for_groups"]
+    list_filter = ["enabled", "is_default", "groups"]
     search_fields = ["name", "model"]
+    filter_horizontal = ["groups"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[LLMModel]:
+        return super().get_queryset(request).prefetch_related("groups")
+
+    @admin.display(description="Groups")
+    def for_groups(self, obj: LLMModel) -> str:
+        return groups_label(obj)
 
     @admin.display(description="API key")
     def key(self, obj: LLMModel) -> str:
@@ -210,6 +223,7 @@ class AppSettingsAdmin(admin.ModelAdmin):
         ("Long chats and many tools", {"fields": ["summary_model", "tool_catalogue_count", "tool_catalogue_tokens"]}),
         ("OpenAI-compatible API", {"fields": ["openai_api", "openai_api_toolsets", "openai_api_agents"]}),
         ("MCP server", {"fields": ["mcp_server", "mcp_server_toolsets", "mcp_server_agents"]}),
+        ("Sharing", {"fields": ["public_shares"]}),
         ("Traces", {"fields": ["trace_content"]}),
     ]
 
@@ -226,10 +240,115 @@ class AppSettingsAdmin(admin.ModelAdmin):
         return False
 
 
+@admin.register(Budget)
+class BudgetAdmin(admin.ModelAdmin):
+    list_display = ["__str__", "user", "group", "period", "max_cost", "max_tokens"]
+    list_filter = ["period", "group"]
+    search_fields = ["user__username", "group__name"]
+    raw_id_fields = ["user"]
+
+
+@admin.register(Spend)
+class SpendAdmin(admin.ModelAdmin):
+    """Every model call's tokens and price; filter by user, group, model and date, and export
+    what is shown (or selected) as CSV."""
+
+    list_display = ["created_at", "user", "model_name", "prompt_tokens", "completion_tokens", "cost"]
+    list_filter = ["model_name", "user__groups", ("created_at", admin.DateFieldListFilter)]
+    search_fields = ["user__username", "model_name"]
+    date_hierarchy = "created_at"
+    readonly_fields = ["user", "model", "model_name", "prompt_tokens", "completion_tokens", "cost", "created_at"]
+    actions = ["export_csv"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> Any:
+        # Totals of what the filters select, per user and per model, above the list.
+        response = super().changelist_view(request, extra_context)
+        try:
+            rows = response.context_data["cl"].queryset  # type: ignore[attr-defined]
+        except (AttributeError, KeyError):
+            return response
+        totals = {"cost": Sum("cost"), "prompt": Sum("prompt_tokens"), "completion": Sum("completion_tokens")}
+        response.context_data["spend_totals"] = {  # type: ignore[attr-defined]
+            "all": rows.aggregate(**totals),
+            "users": rows.values("user__username").annotate(**totals).order_by("-cost")[:20],
+            "models": rows.values("model_name").annotate(**totals).order_by("-cost")[:20],
+        }
+        return response
+
+    @admin.action(description="Export the selected calls as CSV")
+    def export_csv(self, request: HttpRequest, queryset: QuerySet[Spend]) -> HttpResponse:
+        import csv
+
+        response = HttpResponse(content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = 'attachment; filename="tessera-spend.csv"'
+        writer = csv.writer(response)
+        writer.writerow(["time (UTC)", "user", "groups", "model", "prompt tokens", "completion tokens", "cost (USD)"])
+        for row in queryset.select_related("user").prefetch_related("user__groups").order_by("created_at"):
+            groups = ";".join(sorted(group.name for group in row.user.groups.all()))
+            writer.writerow(
+                [
+                    row.created_at.isoformat(),
+                    _csv_safe(row.user.get_username()),
+                    _csv_safe(groups),
+                    _csv_safe(row.model_name),
+                    row.prompt_tokens,
+                    row.completion_tokens,
+                    row.cost,
+                ]
+            )
+        return response
+
+
+def _csv_safe(value: str) -> str:
+    # A cell starting with = + - @ is a formula to a spreadsheet: quote it as text.
+    return "'" + value if value[:1] in ("=", "+", "-", "@") else value
+
+
+@admin.register(ChatShare)
+class ChatShareAdmin(admin.ModelAdmin):
+    """Shares are made by their owners; an admin may see and revoke them (the action)."""
+
+    list_display = ["display_title", "owner", "public", "include_files", "created_at", "revoked_at"]
+    list_filter = ["public", "include_files", ("revoked_at", admin.EmptyFieldListFilter)]
+    search_fields = ["title", "chat__owner__username"]
+    readonly_fields = ["chat", "token", "title", "turn_ids", "public", "include_files", "created_at", "revoked_at"]
+    actions = ["revoke"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    @admin.display(description="Owner")
+    def owner(self, obj: ChatShare) -> str:
+        return obj.chat.owner.get_username()
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[ChatShare]:
+        return super().get_queryset(request).select_related("chat__owner")
+
+    @admin.action(description="Revoke the selected links")
+    def revoke(self, request: HttpRequest, queryset: QuerySet[ChatShare]) -> None:
+        from django.utils import timezone
+
+        count = queryset.filter(revoked_at=None).update(revoked_at=timezone.now())
+        self.message_user(request, f"Revoked {count} link(s).")
+
+
 class AgentDefinitionForm(forms.ModelForm):
     class Meta:
         model = AgentDefinition
-        fields = ["name", "slug", "description", "instructions", "model", "toolsets", "max_iterations", "enabled"]
+        fields = [
+            "name",
+            "slug",
+            "description",
+            "instructions",
+            "model",
+            "toolsets",
+            "max_iterations",
+            "enabled",
+            "groups",
+        ]
 
     def clean_slug(self) -> str:
         from .agents.registry import builtin_agents
@@ -258,6 +377,14 @@ class AgentDefinitionForm(forms.ModelForm):
 @admin.register(AgentDefinition)
 class AgentDefinitionAdmin(admin.ModelAdmin):
     form = AgentDefinitionForm
-    list_display = ["name", "slug", "model", "max_iterations", "enabled"]
-    list_filter = ["enabled"]
+    list_display = ["name", "slug", "model", "max_iterations", "enabled", "for_groups"]
+    list_filter = ["enabled", "groups"]
     search_fields = ["name", "slug", "description"]
+    filter_horizontal = ["groups"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[AgentDefinition]:
+        return super().get_queryset(request).prefetch_related("groups")
+
+    @admin.display(description="Groups")
+    def for_groups(self, obj: AgentDefinition) -> str:
+        return groups_label(obj)

@@ -14,7 +14,7 @@ from typing import Any
 
 from django.utils.html import escape
 
-from toolsets.sources import Source
+from toolsets.sources import Source, safe_http_url, safe_local_path
 
 from . import dom
 
@@ -78,7 +78,9 @@ def source_views(turn_id: int, sources: Iterable[Mapping[str, Any]]) -> list[dic
             "n": s["n"],
             "dom_id": dom.source(turn_id, s["n"]),
             "title": s["title"],
-            "url": s["url"],
+            # Checked again as it is shown (a stored row may predate a rule, or have been edited
+            # by hand): never a javascript: or other non-web link on a page, a shared one included.
+            "url": safe_http_url(s["url"]) or safe_local_path(s["url"]),
             "kind": s["kind"],
             "snippet": s["snippet"],
         }

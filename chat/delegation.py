@@ -54,6 +54,7 @@ class Delegator:
         depth: int = 0,
         lane: str = "",
         tool_budget: ToolBudget | None = None,
+        budget: Any = None,
     ) -> None:
         self.sink = sink
         self.tool_budget = tool_budget
@@ -66,6 +67,8 @@ class Delegator:
         self.depth = depth
         self.lane = lane  # where the supervisor making these calls works ("" for the turn itself)
         self.sources = sources
+        # The turn's budget check (chat.agent.budget.Budget or None): subagents spend from it too.
+        self.budget = budget
 
     async def run(self, agent: AgentSpec, call: ToolCall, step: int, position: int) -> ToolResult:
         task, context, problem = _arguments(call)
@@ -129,6 +132,7 @@ class Delegator:
                 depth=self.depth + 1,
                 lane=lane,
                 tool_budget=self.tool_budget,
+                budget=self.budget,
             )
 
         async def progress(step: int, position: int, text: str, percent: float | None) -> None:
@@ -163,6 +167,7 @@ class Delegator:
             max_iterations=min(agent.max_iterations, self.chat_limit),
             fitter=model.fitter() if hasattr(model, "fitter") else None,
             tool_budget=self.tool_budget,
+            budget=self.budget,
         )
         # The run's model and tool calls nest under its own agent span, under the supervisor's.
         with spans.agent(agent.name, turn_id=sink.turn_id, depth=self.depth + 1):

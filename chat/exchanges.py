@@ -39,7 +39,14 @@ def start_turn(
     one: `branches.choose` then shows it). Call with the chat's row locked (so inside the
     caller's transaction: no savepoint of its own)."""
     with transaction.atomic(savepoint=False):
-        turn = Turn(chat=chat, model=model or chat.model or LLMModel.default(), parent=parent)
+        if model is None:
+            # The chat's model, or (when the owner lost it) their default, which the chat
+            # keeps from now on: the page said so (Chat.next_model's notice).
+            model, lost = chat.next_model()
+            if lost and model is not None:
+                chat.model = model
+                chat.save(update_fields=["model"])
+        turn = Turn(chat=chat, model=model, parent=parent)
         turn.first_of_branch = parent is None
         turn.api = api or {}
         # The request's trace, when traces are on: the worker continues it (core/tracing.py).
@@ -98,8 +105,9 @@ def exchange_views(turns: list[Turn], latest: int | None) -> list[dict[str, Any]
     return exchanges
 
 
-def enabled_models() -> Any:
-    return LLMModel.objects.filter(enabled=True).only("id", "name", "model")
+def enabled_models(user_id: int) -> list[LLMModel]:
+    """The models the user may pick (enabled, open to their groups), in one query."""
+    return list(LLMModel.for_user(user_id).only("id", "name", "model", "is_default", "created_at"))
 
 
 def new_exchange_html(
@@ -112,5 +120,5 @@ def new_exchange_html(
     view = presenters.turn(turn.pk, status=turn.status, steps=[])
     exchange = presenters.exchange(turn.pk, question, view, None)
     return render_to_string(
-        "chat/_exchange.html", {"chat": chat, "exchange": exchange, "models": enabled_models()}, request
+        "chat/_exchange.html", {"chat": chat, "exchange": exchange, "models": enabled_models(chat.owner_id)}, request
     )

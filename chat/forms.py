@@ -19,15 +19,24 @@ def first_error(form: forms.Form) -> str:
     return " ".join(dict.fromkeys(messages)) or "The form is not valid."
 
 
-def _models() -> Any:
-    return LLMModel.objects.filter(enabled=True)
-
-
 class ModelField(forms.ModelChoiceField):
+    """A model the user may choose: enabled, and open to their groups. The form narrows the
+    choices to the user's (`UserModelsMixin`); a model outside them is a form error (a 400)."""
+
     default_error_messages = {"invalid_choice": "Choose one of the available models."}
 
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__(queryset=_models(), required=False, label="Model", **kwargs)
+        super().__init__(queryset=LLMModel.objects.none(), required=False, label="Model", **kwargs)
+
+
+class UserModelsMixin:
+    """For forms with a `model` field: `user_id=` is required, so no form offers every model."""
+
+    fields: dict[str, Any]
+
+    def __init__(self, *args: Any, user_id: int, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[call-arg]
+        self.fields["model"].queryset = LLMModel.for_user(user_id)
 
 
 class MessageForm(forms.Form):
@@ -41,7 +50,7 @@ class MessageForm(forms.Form):
     )
 
 
-class NewChatForm(forms.Form):
+class NewChatForm(UserModelsMixin, forms.Form):
     """The home page's first message; it may come without text (an empty new chat)."""
 
     content = forms.CharField(
@@ -55,7 +64,7 @@ class NewChatForm(forms.Form):
     settings = forms.BooleanField(required=False)
 
 
-class RegenerateForm(forms.Form):
+class RegenerateForm(UserModelsMixin, forms.Form):
     """Empty model: the one the answer used."""
 
     model = ModelField()
@@ -73,7 +82,7 @@ class RenameForm(forms.Form):
         return " ".join(self.cleaned_data["title"].split())[:MAX_TITLE_LENGTH]
 
 
-class ChatSettingsForm(forms.Form):
+class ChatSettingsForm(UserModelsMixin, forms.Form):
     model = ModelField()
     limit_tool_iterations = forms.BooleanField(required=False)
     # Not submitted while its input is disabled (the limit switched off): the number is kept.

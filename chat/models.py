@@ -4,15 +4,31 @@ from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
+from django.core.exceptions import ValidationError
+from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Q
-from django.db.models.signals import post_delete, post_save
+from django.db.models.signals import m2m_changed, post_delete, post_save
 from django.dispatch import receiver
 from django.utils import timezone
 
+from core import groups as member_groups
 from core.crypto import EncryptedTextField, mask
 
 DEMO_MODEL = "demo/tessera"
+GROUPS_HELP = "Only members of these groups may use it; none chosen: everyone."
+
+
+def open_to(model: type[models.Model], user_id: int | None) -> Q:
+    """Rows of `model` (with a `groups` field) open to the user: limited to no group, or to one of
+    theirs. Subqueries rather than a join, so a row in two of the user's groups comes once."""
+    through = model._meta.get_field("groups").remote_field.through  # type: ignore[union-attr]
+    column = f"{model._meta.model_name}_id"
+    limited = through.objects.values(column)
+    # The user's groups as a subquery too: the whole check is part of the caller's one query.
+    user_groups = member_groups.user_groups().filter(user_id=user_id).values("group_id")
+    mine = through.objects.filter(group_id__in=user_groups).values(column)
+    return ~Q(pk__in=limited) | Q(pk__in=mine)
 
 
 class LLMModel(models.Model):
@@ -47,6 +63,25 @@ class LLMModel(models.Model):
         help_text="Tokens of the context window kept free for the answer. Empty: the answer length "
         "asked for in the extra parameters (max_tokens), else the model's, at most 4096.",
     )
+    groups = models.ManyToManyField("auth.Group", blank=True, related_name="llm_models", help_text=GROUPS_HELP)
+    # For budgets: the admin's price wins; without one, LiteLLM's price list; without that, free.
+    input_price = models.DecimalField(
+        "input price (USD per million tokens)",
+        max_digits=12,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0)],
+        help_text="For budgets, when LiteLLM has no price for this model (or to override it).",
+    )
+    output_price = models.DecimalField(
+        "output price (USD per million tokens)",
+        max_digits=12,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0)],
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -68,13 +103,27 @@ class LLMModel(models.Model):
         return self.model.startswith("demo/")
 
     @classmethod
-    def default(cls) -> LLMModel | None:
-        """The explicit default; else the newest enabled real model; else the offline demo."""
-        enabled = cls.objects.filter(enabled=True)
+    def for_user(cls, user_id: int | None) -> models.QuerySet[LLMModel]:
+        """The enabled models this user may choose: the picker's list and the forms' choices."""
+        return cls.objects.filter(enabled=True).filter(open_to(cls, user_id))
+
+    def open_to(self, user_id: int | None) -> bool:
+        return LLMModel.for_user(user_id).filter(pk=self.pk).exists()
+
+    @classmethod
+    def default(cls, user_id: int | None = None) -> LLMModel | None:
+        """The default among the models open to `user_id` (one query)."""
+        return cls.choose_default(list(cls.for_user(user_id)))
+
+    @staticmethod
+    def choose_default(models: list[LLMModel]) -> LLMModel | None:
+        """Of these (enabled) models: the explicit default; else the newest real one; else the
+        first (the offline demo)."""
+        real = [m for m in models if not m.is_demo]
         return (
-            enabled.filter(is_default=True).first()
-            or enabled.exclude(model__startswith="demo/").order_by("-created_at").first()
-            or enabled.first()
+            next((m for m in models if m.is_default), None)
+            or max(real, key=lambda m: m.created_at, default=None)
+            or (models[0] if models else None)
         )
 
     def litellm_kwargs(self) -> dict[str, Any]:
@@ -104,6 +153,16 @@ class Chat(models.Model):
 
     def __str__(self) -> str:
         return self.title or "New chat"
+
+    def next_model(self, open_models: list[LLMModel] | None = None) -> tuple[LLMModel | None, str]:
+        """The model the chat's next message uses, and the name of the chat's own model when
+        the owner lost it ("" otherwise): then the owner's default takes its place.
+        `open_models`: the models open to the owner, when the caller has them (no query)."""
+        models = open_models if open_models is not None else list(LLMModel.for_user(self.owner_id))
+        own = self.model
+        if own is not None and any(m.pk == own.pk for m in models):
+            return own, ""
+        return LLMModel.choose_default(models), own.name if own is not None else ""
 
     @property
     def display_title(self) -> str:
@@ -166,6 +225,14 @@ class AppSettings(models.Model):
     tool_catalogue_tokens = models.PositiveIntegerField(
         default=6000,
         help_text="Past this many tokens of tool definitions, the same. 0: never.",
+    )
+    public_shares = models.BooleanField(
+        "public share links",
+        default=False,
+        help_text=(
+            "Let people share a chat with anyone who has the link, without signing in. "
+            "Off: shared chats are visible to signed-in users of this site only."
+        ),
     )
 
     class Meta:
@@ -423,6 +490,102 @@ class TokenUsage(models.Model):
             cls.objects.filter(user_id=user_id).update(**changes)
 
 
+class Budget(models.Model):
+    """A spending limit for one user, or for the members of one group together, per day or per
+    calendar month (UTC): in money and/or tokens. Checked before every model call (chat/budgets.py)."""
+
+    class Period(models.TextChoices):
+        DAY = "day", "Per day"
+        MONTH = "month", "Per month"
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="budgets"
+    )
+    group = models.ForeignKey(
+        "auth.Group",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="budgets",
+        help_text="The members' spending counts together against this limit.",
+    )
+    period = models.CharField(max_length=10, choices=Period.choices, default=Period.MONTH)
+    max_cost = models.DecimalField(
+        "spending limit (USD)",
+        max_digits=12,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0)],
+    )
+    max_tokens = models.PositiveBigIntegerField("token limit", null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(user__isnull=True, group__isnull=False) | Q(user__isnull=False, group__isnull=True),
+                name="budget_for_a_user_or_a_group",
+            )
+        ]
+
+    def __str__(self) -> str:
+        who = f"group {self.group}" if self.group_id else f"user {self.user}"
+        return f"{self.get_period_display()} for {who}"
+
+    def clean(self) -> None:
+        if (self.user_id is None) == (self.group_id is None):
+            raise ValidationError("Choose a user or a group (one of them).")
+        if self.max_cost is None and self.max_tokens is None:
+            raise ValidationError("Set a spending limit, a token limit, or both.")
+
+
+class Spend(models.Model):
+    """One model call's usage and price: the ledger budgets start from and admins report on."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="spend")
+    model = models.ForeignKey(LLMModel, null=True, on_delete=models.SET_NULL, related_name="+")
+    model_name = models.CharField(max_length=200)
+    prompt_tokens = models.PositiveBigIntegerField(default=0)
+    completion_tokens = models.PositiveBigIntegerField(default=0)
+    cost = models.DecimalField("cost (USD)", max_digits=14, decimal_places=6, default=0)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name = verbose_name_plural = "spend"
+
+    def __str__(self) -> str:
+        return f"{self.model_name}: {self.prompt_tokens + self.completion_tokens} tokens"
+
+
+class ChatShare(models.Model):
+    """A read-only link to a snapshot of a chat: the exchanges of the branch on screen when it
+    was shared (later messages and other branches are not in it)."""
+
+    chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="shares")
+    token = models.CharField(max_length=64, unique=True)
+    title = models.CharField(max_length=200, blank=True)
+    # The turns of the branch shown when shared, oldest first.
+    turn_ids = models.JSONField(default=list)
+    # Anyone with the link (when the admin allows public links); else signed-in users only.
+    public = models.BooleanField(default=False)
+    include_files = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name = "shared chat"
+
+    def __str__(self) -> str:
+        return self.title or "New chat"
+
+    @property
+    def display_title(self) -> str:
+        return self.title or "New chat"
+
+
 class AgentDefinition(models.Model):
     """A subagent an admin defines; built-in agents are code (chat/agents/)."""
 
@@ -442,6 +605,7 @@ class AgentDefinition(models.Model):
     )
     max_iterations = models.PositiveSmallIntegerField(default=5)
     enabled = models.BooleanField(default=True)
+    groups = models.ManyToManyField("auth.Group", blank=True, related_name="agents", help_text=GROUPS_HELP)
 
     class Meta:
         ordering = ["name"]
@@ -451,6 +615,8 @@ class AgentDefinition(models.Model):
         return self.name
 
     CACHE_KEY = "agent-definitions"
+    # Filled in by enabled_rows(), for the cached copies.
+    group_ids: frozenset[int] = frozenset()
 
     @classmethod
     def enabled_rows(cls) -> list[AgentDefinition]:
@@ -458,7 +624,10 @@ class AgentDefinition(models.Model):
         # cleared for every process when a row is saved or deleted (see below).
         rows = cache.get(cls.CACHE_KEY)
         if rows is None:
-            rows = list(cls.objects.filter(enabled=True))
+            rows = list(cls.objects.filter(enabled=True).prefetch_related("groups"))
+            for row in rows:
+                # Kept with the cached row: the group ids, read without a query per turn.
+                row.group_ids = frozenset(group.pk for group in row.groups.all())
             cache.set(cls.CACHE_KEY, rows)
         return rows  # type: ignore[no-any-return]
 
@@ -469,5 +638,8 @@ def _forget_app_settings(**_: Any) -> None:
 
 
 @receiver([post_save, post_delete], sender=AgentDefinition)
+@receiver(m2m_changed, sender=AgentDefinition.groups.through)
 def _forget_agents(**_: Any) -> None:
+    # The cached rows carry their groups: a change of those (saved after the row by admin's
+    # form) must clear them too.
     cache.delete(AgentDefinition.CACHE_KEY)

@@ -8,6 +8,7 @@ from typing import Any
 
 from django.urls import reverse
 
+from core import groups as member_groups
 from toolsets import availability
 from toolsets.registry import all_toolsets
 
@@ -102,7 +103,8 @@ class ToolsetRow:
 
 def popover_rows(user_id: int, selection: Selection) -> list[ToolsetRow]:
     rows = []
-    states = availability.for_user(user_id)
+    groups = member_groups.of_user(user_id)  # read once, for the toolsets and the agents
+    states = availability.for_user(user_id, groups)
     for toolset_id, state in states.items():
         chosen = set(selection.get(toolset_id, []))
         toolset = state.toolset
@@ -117,7 +119,7 @@ def popover_rows(user_id: int, selection: Selection) -> list[ToolsetRow]:
                 tools=[ToolRow(t.name, t.display_name, t.description, t.name in chosen) for t in toolset.tools],
             )
         )
-    agent_states = agents.availability(user_id, toolsets=states)
+    agent_states = agents.availability(user_id, toolsets=states, groups=groups)
     if agent_states:
         chosen = set(selection.get(AGENTS, []))
         rows.append(

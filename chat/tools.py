@@ -12,6 +12,7 @@ from django.conf import settings
 
 from chat.agent import spans
 from chat.agent.types import ToolCall, ToolResult
+from core import groups as member_groups
 from toolsets import availability, executor, policy
 from toolsets.base import qualified_name
 from toolsets.registry import all_toolsets
@@ -76,7 +77,8 @@ class ChatToolBox:
     def prepare(self) -> None:
         """Decides, once per turn, which selected tools the model is offered: only those of
         toolsets usable for this user right now (blocking: call from a thread)."""
-        available = availability.for_user(self.user_id)
+        groups = member_groups.of_user(self.user_id)  # read once, for the toolsets and the agents
+        available = availability.for_user(self.user_id, groups)
         admin_policies = {toolset_id: state.admin_policy for toolset_id, state in available.items()}
         policies = policy.PolicyBook(self.user_id, admin_policies)
         self._specs, self.skipped = [], []
@@ -101,16 +103,16 @@ class ChatToolBox:
                             },
                         }
                     )
-        self._offer_agents(available)
+        self._offer_agents(available, groups)
         self._offered = {spec["function"]["name"] for spec in self._specs}
         self._specs.extend(self.client_tools)
 
-    def _offer_agents(self, available: dict[str, availability.Availability]) -> None:
+    def _offer_agents(self, available: dict[str, availability.Availability], groups: frozenset[int]) -> None:
         self.agents = {}
         chosen_agents = self.selection.get("agents") or []
         if self.delegator is None or not chosen_agents:
             return
-        for agent_id, agent_state in agents.availability(self.user_id, toolsets=available).items():
+        for agent_id, agent_state in agents.availability(self.user_id, toolsets=available, groups=groups).items():
             if agent_id not in chosen_agents:
                 continue
             if not agent_state.usable:

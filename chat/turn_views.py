@@ -57,7 +57,7 @@ def _branch_response(request: AuthedRequest, chat: Chat, focus: Turn) -> HttpRes
     (and the usual page before it), for #messages; the page keeps the versions switcher of the
     changed exchange where the reader's eyes were."""
     exchanges, earlier = page_of_exchanges(chat, since=focus.pk)
-    context = {"chat": chat, "exchanges": exchanges, "earlier": earlier, "models": enabled_models()}
+    context = {"chat": chat, "exchanges": exchanges, "earlier": earlier, "models": enabled_models(chat.owner_id)}
     response = render(request, "chat/_earlier_page.html", context)
     response["HX-Trigger-After-Settle"] = json.dumps({"tessera:branch": {"focus": dom.versions(focus.pk)}})
     return response
@@ -84,13 +84,13 @@ def regenerate(request: AuthedRequest, turn_id: int) -> HttpResponse:
     """Answers a question again, as a new version of its exchange: with the model the answer
     used, or the one chosen."""
     turn = _get_turn_for_user(request, turn_id)
-    form = forms.RegenerateForm(request.POST)
+    form = forms.RegenerateForm(request.POST, user_id=request.user.pk)
     if not form.is_valid():
         return HttpResponse(forms.first_error(form), status=400)
     question = _question(turn)
     if question is None:
         return HttpResponse("This answer has no question to answer again.", status=400)
-    model = form.cleaned_data["model"] or (turn.model if turn.model and turn.model.enabled else None)
+    model = form.cleaned_data["model"] or (turn.model if turn.model and turn.model.open_to(request.user.pk) else None)
     return _new_version(request, turn, question, question.content, model=model, metadata=question.metadata)
 
 

@@ -19,10 +19,11 @@ from chat.agent import spans
 from chat.agent.catalogue import ToolBudget
 from chat.agent.loop import Agent, CancelToken, Outcome
 from core import logs, metrics, tracing
+from core.redis_client import sync_client
 from toolsets.files import transcript as files_transcript
 from toolsets.sources import SourceBook
 
-from . import agents, live, presenters, turn_store, worker_loop
+from . import agents, budgets, live, presenters, turn_store, worker_loop
 from .agents import AgentSpec
 from .approvals import Asker
 from .compaction import StoredSummarizer
@@ -42,6 +43,11 @@ log = logging.getLogger(__name__)
 UNEXPECTED_ERROR = "Something went wrong while answering. Your message is saved; send it again to retry."
 NO_MODEL_ERROR = "No model is configured. An administrator needs to add one."
 AGENT_GONE_ERROR = "The agent this conversation asked for is no longer available."
+
+
+def model_not_open_error(name: str, *, enabled: bool = True) -> str:
+    why = "is not available to your groups" if enabled else "was turned off by an administrator"
+    return f"The model {name} {why}. Choose another one in the chat's settings."
 
 
 def run_turn_sync(turn_id: int, trace_carrier: dict[str, str] | None = None) -> None:
@@ -100,9 +106,13 @@ async def _run_claimed(turn: Turn, redis: Any, watch: TurnWatch) -> None:
     watch.add(turn.pk, cancel)
     try:
         await sink.started()
-        llm = turn.model or await db(LLMModel.default)()
+        llm = turn.model or await db(LLMModel.default)(chat.owner_id)
         if llm is None:
             await sink.finish(Outcome("failed", 0, error=NO_MODEL_ERROR))
+            return
+        # Groups are read again when the turn runs: a membership change since the send counts.
+        if not await db(llm.open_to)(chat.owner_id):
+            await sink.finish(Outcome("failed", 0, error=model_not_open_error(llm.name, enabled=llm.enabled)))
             return
         api = turn.api or {}
         app = await db(AppSettings.load)()
@@ -115,7 +125,9 @@ async def _run_claimed(turn: Turn, redis: Any, watch: TurnWatch) -> None:
         if agent_spec is not None:
             chat_limit = min(chat_limit, agent_spec.max_iterations)
             if agent_spec.model_id:
-                llm = await db(LLMModel.objects.filter(pk=agent_spec.model_id, enabled=True).first)() or llm
+                # Only a model open to the owner (groups): an agent does not lend one.
+                own = LLMModel.for_user(chat.owner_id).filter(pk=agent_spec.model_id)
+                llm = await db(own.first)() or llm
         if "messages" in api:
             messages, unseen = list(api["messages"]), ""
         else:
@@ -126,9 +138,13 @@ async def _run_claimed(turn: Turn, redis: Any, watch: TurnWatch) -> None:
 
         async def model_for(agent: AgentSpec) -> Any:
             # An agent may have a model of its own (an admin's choice); else the chat's.
-            own = await db(LLMModel.objects.filter(pk=agent.model_id, enabled=True).first)() if agent.model_id else None
+            # Only one open to the chat's owner: an agent does not lend a model the owner may not use.
+            models = LLMModel.for_user(chat.owner_id)
+            own = await db(models.filter(pk=agent.model_id).first)() if agent.model_id else None
             return _model(own or llm, trace_content=app.trace_content)
 
+        # None without a budget for the owner: then nothing is checked or counted.
+        budget = await db(budgets.for_turn)(chat.owner_id, llm, sync_client(), redis)
         sources = SourceBook()
         delegator = None
         if app.max_delegation_depth >= 1:
@@ -142,6 +158,7 @@ async def _run_claimed(turn: Turn, redis: Any, watch: TurnWatch) -> None:
                 max_depth=app.max_delegation_depth,
                 sources=sources,
                 tool_budget=tool_budget(app),
+                budget=budget,
             )
         toolbox = ChatToolBox(
             user_id=chat.owner_id,
@@ -172,6 +189,7 @@ async def _run_claimed(turn: Turn, redis: Any, watch: TurnWatch) -> None:
             max_iterations=chat_limit,
             fitter=model.fitter(summarizer),
             tool_budget=tool_budget(app),
+            budget=budget,
         )
         instructions = system_prompt(timezone.now(), user_name(chat.owner))
         if agent_spec is not None:

@@ -2,7 +2,7 @@ from django.urls import path
 
 import core.converters  # noqa: F401 - registers the <id:…> converter
 
-from . import approval_views, manage, turn_views, views
+from . import approval_views, manage, shares, turn_views, views
 
 app_name = "chat"
 
@@ -21,6 +21,10 @@ urlpatterns = [
     path("chats/manage/", manage.manage, name="manage"),
     path("chats/delete/", manage.delete_many, name="delete_many"),
     path("chats/<id:chat_id>/export.md", manage.export_markdown, name="export_md"),
+    path("chats/<id:chat_id>/share/", shares.share_chat, name="share"),
+    path("shares/<id:share_id>/revoke/", shares.revoke_share, name="share_revoke"),
+    path("s/<str:token>/", shares.shared_chat, name="shared"),
+    path("s/<str:token>/continue/", shares.continue_share, name="share_continue"),
     path("chats/<id:chat_id>/export.json", manage.export_json, name="export_json"),
     path("chats/settings/", views.draft_settings, name="draft_settings"),
     path("turns/<id:turn_id>/continue/", turn_views.continue_answer, name="continue"),

@@ -42,8 +42,9 @@ def home(request: AuthedRequest) -> HttpResponse:
             "chat": None,
             "chats": _sidebar_chats(request),
             "exchanges": [],
-            "models": enabled_models(),
-            "current_model": LLMModel.default(),
+            "models": enabled_models(request.user.pk),
+            "current_model": LLMModel.default(request.user.pk),
+            "budget_warning": _budget_warning(request.user.pk),
             # The settings the chat the first message creates will have, chosen before it.
             "values": _Draft(True, min(app.default_max_tool_iterations, app.max_tool_iterations_cap)),
             "settings_url": reverse("chat:draft_settings"),
@@ -51,6 +52,34 @@ def home(request: AuthedRequest) -> HttpResponse:
             **_popover_context(request, sel.clean(defaults.enabled_tools), reverse("chat:default_tools")),
         },
     )
+
+
+def _budget_warning(user_id: int) -> str:
+    """Above the composer, once a budget is nearly used up (one query without a budget)."""
+    from core.redis_client import sync_client
+
+    from .budgets import left_for
+
+    for left in left_for(user_id, sync_client()):
+        if left.warn:
+            parts = []
+            if left.cost_left is not None:
+                parts.append(f"{left.cost_left:.2f} USD")
+            if left.tokens_left is not None:
+                parts.append(f"{left.tokens_left:,} tokens")
+            return f"{left.label} is nearly used up: {' and '.join(parts)} left until {left.resets:%-d %B} (UTC)."
+    return ""
+
+
+def _model_context(chat: Chat) -> dict[str, Any]:
+    """The models the owner may pick, the one the chat's next message uses, and why that is not
+    the chat's own when the owner lost it (limited to groups they are not in, or turned off)."""
+    models = enabled_models(chat.owner_id)
+    model, lost = chat.next_model(models)
+    notice = ""
+    if lost:
+        notice = f"{lost} is not available to you any more: new messages use {model.name if model else 'no model'}."
+    return {"models": models, "current_model": model, "model_notice": notice}
 
 
 @dataclass
@@ -74,8 +103,8 @@ def chat_detail(request: AuthedRequest, chat_id: int) -> HttpResponse:
             "chats": _sidebar_chats(request),
             "exchanges": exchanges,
             "earlier": earlier,
-            "models": enabled_models(),
-            "current_model": chat.model or LLMModel.default(),
+            **_model_context(chat),
+            "budget_warning": _budget_warning(request.user.pk),
             "cap": AppSettings.load().max_tool_iterations_cap,
             "values": chat,
             "settings_url": reverse("chat:settings", args=[chat.pk]),
@@ -94,7 +123,7 @@ def earlier(request: AuthedRequest, chat_id: int) -> HttpResponse:
     except ValueError:
         return HttpResponse("Which exchanges? 'before' must be a turn id.", status=400)
     exchanges, more = page_of_exchanges(chat, before)
-    context = {"chat": chat, "exchanges": exchanges, "earlier": more, "models": enabled_models()}
+    context = {"chat": chat, "exchanges": exchanges, "earlier": more, "models": enabled_models(request.user.pk)}
     return render(request, "chat/_earlier_page.html", context)
 
 
@@ -102,7 +131,7 @@ def earlier(request: AuthedRequest, chat_id: int) -> HttpResponse:
 @require_POST
 def create_chat(request: AuthedRequest) -> HttpResponse:
     """Creates a chat from the first message typed on the home page."""
-    form = forms.NewChatForm(request.POST)
+    form = forms.NewChatForm(request.POST, user_id=request.user.pk)
     if not form.is_valid():
         return HttpResponse(forms.first_error(form), status=400)
     content, model = form.cleaned_data["content"], form.cleaned_data["model"]
@@ -116,14 +145,14 @@ def create_chat(request: AuthedRequest) -> HttpResponse:
     limit, steps = True, min(app.default_max_tool_iterations, app.max_tool_iterations_cap)
     if form.cleaned_data["settings"]:
         # The settings panel came along: what the person chose before the first message.
-        settings_form = forms.ChatSettingsForm(request.POST, cap=app.max_tool_iterations_cap)
+        settings_form = forms.ChatSettingsForm(request.POST, cap=app.max_tool_iterations_cap, user_id=request.user.pk)
         if not settings_form.is_valid():
             return HttpResponse(forms.first_error(settings_form), status=400)
         limit = settings_form.cleaned_data["limit_tool_iterations"]
         steps = settings_form.cleaned_data["max_tool_iterations"] or steps
     chat = Chat.objects.create(
         owner=request.user,
-        model=model or LLMModel.default(),
+        model=model or LLMModel.default(request.user.pk),
         enabled_tools=sel.clean(_defaults(request).enabled_tools),
         limit_tool_iterations=limit,
         max_tool_iterations=steps,
@@ -242,7 +271,7 @@ def update_default_tools(request: AuthedRequest) -> HttpResponse:
 def update_settings(request: AuthedRequest, chat_id: int) -> HttpResponse:
     chat = _get_chat_for_user(request, chat_id)
     cap = AppSettings.load().max_tool_iterations_cap
-    form = forms.ChatSettingsForm(request.POST, cap=cap)
+    form = forms.ChatSettingsForm(request.POST, cap=cap, user_id=request.user.pk)
     form.is_valid()
     # Each valid field is applied and each invalid one reported in the panel, which the page
     # swaps in place: the person sees what was saved and what was not.
@@ -259,8 +288,7 @@ def update_settings(request: AuthedRequest, chat_id: int) -> HttpResponse:
         "chat": chat,
         "values": chat,
         "settings_url": reverse("chat:settings", args=[chat.pk]),
-        "models": enabled_models(),
-        "current_model": chat.model or LLMModel.default(),
+        **_model_context(chat),
         "cap": cap,
         "error": error,
         "saved": not error,
@@ -276,7 +304,7 @@ def draft_settings(request: AuthedRequest) -> HttpResponse:
     first message sends them along (nothing is stored before that)."""
     app = AppSettings.load()
     cap = app.max_tool_iterations_cap
-    form = forms.ChatSettingsForm(request.POST, cap=cap)
+    form = forms.ChatSettingsForm(request.POST, cap=cap, user_id=request.user.pk)
     form.is_valid()
     error = forms.first_error(form) if form.errors else ""
     values = form.cleaned_data
@@ -286,8 +314,8 @@ def draft_settings(request: AuthedRequest) -> HttpResponse:
         "chat": None,
         "values": draft,
         "settings_url": reverse("chat:draft_settings"),
-        "models": enabled_models(),
-        "current_model": values.get("model") or LLMModel.default(),
+        "models": enabled_models(request.user.pk),
+        "current_model": values.get("model") or LLMModel.default(request.user.pk),
         "cap": cap,
         "error": error,
         "saved": not error,

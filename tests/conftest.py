@@ -61,6 +61,8 @@ def _clean_redis(redis_server: str) -> None:
         *client.scan_iter("tessera:policy:*"),
         # Files being read, per user.
         *client.scan_iter("tessera:files:*"),
+        # Budgets: spend counters per period.
+        *client.scan_iter("tessera:budget:*"),
     ]
     if keys:
         client.delete(*keys)

@@ -10,6 +10,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 
 from core.crypto import mask
+from core.groups import label as groups_label
 from core.secrets_form import SecretFieldsMixin
 
 from .models import (
@@ -108,7 +109,7 @@ class ToolsetConfigForm(SecretFieldsMixin):
 
     class Meta:
         model = ToolsetConfig
-        fields = ["toolset_id", "enabled", "api_key", "settings", "rate_limit_per_minute", "policy"]
+        fields = ["toolset_id", "enabled", "api_key", "settings", "rate_limit_per_minute", "policy", "groups"]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -126,9 +127,24 @@ class ToolsetConfigForm(SecretFieldsMixin):
 @admin.register(ToolsetConfig)
 class ToolsetConfigAdmin(admin.ModelAdmin):
     form = ToolsetConfigForm
-    list_display = ["__str__", "toolset_id", "enabled", "key", "rate_limit_per_minute", "policy", "server_breaker"]
+    list_display = [
+        "__str__",
+        "toolset_id",
+        "enabled",
+        "key",
+        "rate_limit_per_minute",
+        "policy",
+        "for_groups",
+        "server_breaker",
+    ]
     list_editable = ["enabled"]
-    list_filter = ["enabled", "policy"]
+    list_filter = ["enabled", "policy", "groups"]
+    filter_horizontal = ["groups"]
+
+    @admin.display(description="Groups")
+    def for_groups(self, obj: ToolsetConfig) -> str:
+        return groups_label(obj)
+
     actions = ["reset_breakers"]
 
     @admin.display(description="App API key")
@@ -153,7 +169,7 @@ class ToolsetConfigAdmin(admin.ModelAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[ToolsetConfig]:
         ensure_configs()
-        return super().get_queryset(request)
+        return super().get_queryset(request).prefetch_related("groups")
 
 
 @admin.register(ToolRule)

@@ -5,6 +5,9 @@ The settings page, the chat's toolset picker, the agent loop and the execution A
 checked in this order:
 
 1. "Disabled by administrator" — an admin switched it off app-wide.
+   "Not available to your groups" — the admin limited it (its configuration, or its MCP
+   server) to groups the user is not in. Read fresh each time: a membership change counts
+   from the next turn.
 2. "Disabled in settings"      — the user switched it off.
 3. "Configure in Toolsets settings" — the user has a setup step to do first (e.g. create their
    workspace), or the toolset is off until a user turns it on.
@@ -21,6 +24,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.urls import reverse
+
+from core import groups as member_groups
+from core.groups import NOT_IN_GROUPS
 
 from .base import Toolset
 from .models import ToolsetConfig, UserToolsetConfig
@@ -63,32 +69,47 @@ class Availability:
         return self.needs_setup and self.toolset.setup is not None and self.admin_enabled
 
     @property
+    def blocked_by_admin(self) -> bool:
+        """Nothing the user can do about it: the settings page shows no controls."""
+        return self.reason in (DISABLED_BY_ADMIN, NOT_IN_GROUPS)
+
+    @property
     def fixable_by_user(self) -> bool:
         return self.reason in (DISABLED_BY_USER, NEEDS_SETUP, NO_API_KEY)
 
 
-def for_user(user_id: int) -> dict[str, Availability]:
-    """Availability of every registered toolset for one user, in two queries."""
-    admin = {c.toolset_id: c for c in ToolsetConfig.objects.all()}
+def for_user(user_id: int, groups: frozenset[int] | None = None) -> dict[str, Availability]:
+    """Availability of every registered toolset for one user, in four queries (three when the
+    caller read the user's `groups` already, to share them with the agents' check)."""
+    admin = {c.toolset_id: c for c in ToolsetConfig.objects.prefetch_related("groups")}
     mine = {c.toolset_id: c for c in UserToolsetConfig.objects.filter(user_id=user_id)}
-    return {tid: _decide(ts, admin.get(tid), mine.get(tid), user_id) for tid, ts in all_toolsets().items()}
+    groups = member_groups.of_user(user_id) if groups is None else groups
+    return {tid: _decide(ts, admin.get(tid), mine.get(tid), user_id, groups) for tid, ts in all_toolsets().items()}
 
 
 def for_toolset(user_id: int, toolset_id: str) -> Availability | None:
     toolset = all_toolsets().get(toolset_id)
     if toolset is None:
         return None
-    admin = ToolsetConfig.objects.filter(toolset_id=toolset_id).first()
+    admin = ToolsetConfig.objects.filter(toolset_id=toolset_id).prefetch_related("groups").first()
     mine = UserToolsetConfig.objects.filter(user_id=user_id, toolset_id=toolset_id).first()
-    return _decide(toolset, admin, mine, user_id)
+    return _decide(toolset, admin, mine, user_id, member_groups.of_user(user_id))
 
 
 def _decide(
-    toolset: Toolset, admin: ToolsetConfig | None, mine: UserToolsetConfig | None, user_id: int
+    toolset: Toolset,
+    admin: ToolsetConfig | None,
+    mine: UserToolsetConfig | None,
+    user_id: int,
+    groups: frozenset[int],
 ) -> Availability:
     from core.crypto import mask
 
     admin_enabled = (admin.enabled if admin else True) and toolset.enabled
+    # Both the toolset's configuration and (for an MCP server) the server may name groups:
+    # the user must be let in by each that does.
+    admin_groups = [group.pk for group in admin.groups.all()] if admin else []
+    in_groups = member_groups.allows(admin_groups, groups) and member_groups.allows(toolset.group_ids, groups)
     user_enabled = mine.enabled if mine else toolset.enabled_by_default
     user_key = mine.api_key if mine else ""
     app_key = admin.api_key if admin and not toolset.user_key_only else ""
@@ -97,6 +118,8 @@ def _decide(
     live_reason, detail = toolset.status_check() if toolset.status_check else ("", "")
     if not admin_enabled:
         reason = DISABLED_BY_ADMIN
+    elif not in_groups:
+        reason = NOT_IN_GROUPS
     elif mine is not None and not mine.enabled:
         reason = DISABLED_BY_USER
     elif live_reason:

@@ -124,8 +124,10 @@ class Toolset:
     enabled_by_default: bool = True
     # Shown before a tool's name on its card ("Exa: Search"); defaults to `name`.
     short_name: str = ""
-    # Toolsets configured in the database (MCP servers) carry their own admin switch.
+    # Toolsets configured in the database (MCP servers) carry their own admin switch, and the
+    # groups the admin limited them to (empty: everyone).
     enabled: bool = True
+    group_ids: frozenset[int] = frozenset()
     # The user must give their own credential: the app-level key is never used for it.
     user_key_only: bool = False
     # A live condition beyond the settings (e.g. "Server unreachable"): () → (reason, detail),

@@ -89,6 +89,12 @@ class ToolsetConfig(models.Model):
         choices=POLICY_CHOICES,
         help_text="For all its tools, unless a tool's own policy is set. Blank: each tool's declared default.",
     )
+    groups = models.ManyToManyField(
+        "auth.Group",
+        blank=True,
+        related_name="toolset_configs",
+        help_text="Only members of these groups may use it; none chosen: everyone.",
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

@@ -14,6 +14,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse_lazy
 from django.views.decorators.http import require_http_methods
 
+from chat.shares import shares_of
 from core.http import AuthedRequest
 from toolsets.models import ApiToken
 
@@ -67,12 +68,20 @@ def account(request: AuthedRequest) -> HttpResponse:
     form = NameForm(request.POST or None, initial={"name": user.get_full_name()})
     if request.method == "POST":
         if not form.is_valid():
-            return render(request, "accounts/account.html", {"form": form}, status=400)
+            context = {"form": form, "shares": shares_of(user.pk)}
+            return render(request, "accounts/account.html", context, status=400)
         user.first_name, user.last_name = form.cleaned_data["name"], ""
         user.save(update_fields=["first_name", "last_name"])
         messages.success(request, "Your name is saved.")
         return redirect("accounts:account")
-    return render(request, "accounts/account.html", {"form": form})
+    return render(request, "accounts/account.html", {"form": form, "shares": shares_of(user.pk), **_budgets(user.pk)})
+
+
+def _budgets(user_id: int) -> dict[str, Any]:
+    from chat.budgets import left_for
+    from core.redis_client import sync_client
+
+    return {"budgets": left_for(user_id, sync_client())}
 
 
 class PasswordChange(PasswordChangeView):

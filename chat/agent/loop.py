@@ -29,6 +29,7 @@ from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar
 
+from .budget import Budget, OverBudget
 from .catalogue import FIND_SPEC, FIND_TOOL, ToolBudget, catalogue, find, name_of
 from .context import READ_SPEC, READ_TOOL, Fitted, Fitter, read_back, retry_limit
 from .exceptions import Cancelled, Finished, ProviderError
@@ -129,8 +130,11 @@ class Agent:
         max_iterations: int = 5,
         fitter: Fitter | None = None,
         tool_budget: ToolBudget | None = None,
+        budget: Budget | None = None,
     ) -> None:
         self.model = model
+        # Checked before each model call (None: no limit on spending).
+        self.budget = budget
         self.tools = tools
         self.sink = sink
         self.cancel = cancel
@@ -166,6 +170,8 @@ class Agent:
             return Outcome(
                 "failed", self.iterations, self.usage, error=exc.message, error_kind=exc.kind, finish_reason=None
             )
+        except OverBudget as exc:
+            return Outcome("failed", self.iterations, self.usage, error=exc.message, error_kind="budget")
 
     async def step(self) -> None:
         if self.cancel.is_set():
@@ -286,6 +292,8 @@ class Agent:
                 await _aclose(stream)
             raise ProviderError("The model provider ended the response without finishing it.", kind="incomplete")
 
+        # Raises OverBudget before anything is asked of the provider.
+        reservation = await self.budget.reserve(self.messages, tools) if self.budget is not None else None
         try:
             try:
                 sent = request if request is not None else self.messages
@@ -306,6 +314,7 @@ class Agent:
             self.usage.add(partial.usage)
             self.messages.append(partial.to_openai())
             await self.sink.assistant_message(step, partial, "stopped")
+            await self._settle(reservation, partial.usage)
             raise
         except ProviderError:
             partial = AssistantMessage(content=self.model.partial.content, usage=self.model.partial.usage)
@@ -313,9 +322,15 @@ class Agent:
             if partial.content:
                 self.messages.append(partial.to_openai())
             await self.sink.assistant_message(step, partial, "failed")
+            await self._settle(reservation, partial.usage)
             raise
         self.usage.add(message.usage)
+        await self._settle(reservation, message.usage)
         return message
+
+    async def _settle(self, reservation: Any, usage: Usage) -> None:
+        if self.budget is not None and reservation is not None:
+            await self.budget.settle(reservation, usage)
 
     async def execute(self, step: int, calls: list[ToolCall]) -> list[ToolResult]:
         results: list[ToolResult | None] = [None] * len(calls)

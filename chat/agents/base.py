@@ -32,6 +32,8 @@ class AgentSpec:
     model_id: int | None = None  # an admin's choice of model; None: the chat's
     builtin: bool = True
     start_message: str = field(default="")
+    # The groups an admin limited it to (empty: everyone).
+    group_ids: frozenset[int] = frozenset()
 
     @property
     def tool_name(self) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
+from core import groups as member_groups
 from core import plugins
 from toolsets import availability as toolset_availability
 from toolsets.registry import get_toolset
@@ -41,6 +42,7 @@ def agents() -> dict[str, AgentSpec]:
             max_iterations=max(1, row.max_iterations),
             model_id=row.model_id,
             builtin=False,
+            group_ids=row.group_ids,
         )
     return found
 
@@ -62,12 +64,18 @@ def availability(
     user_id: int,
     known: dict[str, AgentSpec] | None = None,
     toolsets: dict[str, toolset_availability.Availability] | None = None,
+    groups: frozenset[int] | None = None,
 ) -> dict[str, AgentAvailability]:
-    """Like a toolset's: an agent whose toolsets are all unusable is unusable, with the reasons.
-    An agent that works with the chat's own tools, or with none, is always usable."""
-    toolsets = toolsets if toolsets is not None else toolset_availability.for_user(user_id)
+    """Like a toolset's: an agent limited to groups the user is not in is unusable ("Not
+    available to your groups"); so is one whose toolsets are all unusable, with the reasons.
+    Otherwise an agent that works with the chat's own tools, or with none, is usable."""
+    groups = member_groups.of_user(user_id) if groups is None else groups
+    toolsets = toolsets if toolsets is not None else toolset_availability.for_user(user_id, groups)
     result = {}
     for agent_id, agent in (known if known is not None else agents()).items():
+        if not member_groups.allows(agent.group_ids, groups):
+            result[agent_id] = AgentAvailability(agent, False, member_groups.NOT_IN_GROUPS)
+            continue
         if not agent.toolsets:
             result[agent_id] = AgentAvailability(agent, True)
             continue

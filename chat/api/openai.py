@@ -73,7 +73,8 @@ class Target:
 def targets(user_id: int, *, agents: bool = True) -> dict[str, Target]:
     """The models and agents this user may ask for, by id (blocking); agents only for a token
     that may run them."""
-    models = list(LLMModel.objects.filter(enabled=True).order_by("-is_default", "id"))
+    # The models open to this user (enabled, and for their groups), as the chat's picker offers.
+    models = list(LLMModel.for_user(user_id).order_by("-is_default", "id"))
     if not models:
         return {}
     found: dict[str, Target] = {DEFAULT_MODEL: Target(DEFAULT_MODEL, models[0])}

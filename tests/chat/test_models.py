@@ -177,3 +177,36 @@ def test_a_turn_is_closed_once(chat: Chat) -> None:
 
     after = stored(turn)
     assert (after.status, after.error) == ("interrupted", "The worker stopped.")
+
+
+def test_an_agents_groups_are_cached_with_it_and_a_change_clears_them(db: Any) -> None:
+    """The admin's form saves an agent's groups after its row: the cached agents must not keep
+    the groups from before."""
+    from django.contrib.auth.models import Group
+
+    from chat.models import AgentDefinition
+
+    agent = AgentDefinition.objects.create(slug="auditor", name="Auditor", description="d", instructions="i")
+    assert [row.group_ids for row in AgentDefinition.enabled_rows()] == [frozenset()]
+    staff = Group.objects.create(name="staff")
+    agent.groups.add(staff)
+    assert [row.group_ids for row in AgentDefinition.enabled_rows()] == [frozenset({staff.pk})]
+    agent.groups.clear()
+    assert [row.group_ids for row in AgentDefinition.enabled_rows()] == [frozenset()]
+
+
+def test_the_default_model_is_chosen_among_those_open_to_the_user(user: Any, demo_model: Any) -> None:
+    from django.contrib.auth.models import Group
+
+    from chat.models import LLMModel
+
+    staff = Group.objects.create(name="staff")
+    best = LLMModel.objects.create(name="Best", model="openai/best", is_default=True)
+    best.groups.add(staff)
+    newest = LLMModel.objects.create(name="Newest", model="openai/newest")
+    assert LLMModel.default(user.pk) == newest
+    user.groups.add(staff)
+    assert LLMModel.default(user.pk) == best
+    newest.delete()
+    best.delete()
+    assert LLMModel.default(user.pk) == demo_model

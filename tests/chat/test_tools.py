@@ -299,3 +299,46 @@ async def test_a_subagents_toolbox_says_whose_tools_they_are(user: Any, turn_id:
     result = await box.run(ToolCall("c", "toolset__maths__halve", '{"n": 4}'), 0, 0)
 
     assert "not among the tools given to this agent" in result.content
+
+
+def test_toolsets_and_agents_limited_to_other_groups_are_not_offered(user: Any) -> None:
+    """The agent loop's path: the turn offers neither a toolset nor an admin's agent limited to
+    groups the owner is not in, says why, and offers them from the next turn on once they join."""
+    from django.contrib.auth.models import Group
+
+    from chat.models import AgentDefinition
+    from core.groups import NOT_IN_GROUPS
+
+    staff = Group.objects.create(name="staff")
+    ToolsetConfig.objects.create(toolset_id="maths").groups.add(staff)
+    agent = AgentDefinition.objects.create(slug="auditor", name="Auditor", description="d", instructions="i")
+    agent.groups.add(staff)
+    selection = {"maths": ["add"], "agents": ["auditor"]}
+
+    box = ChatToolBox(user_id=user.pk, turn_id=1, selection=selection, delegator=object())
+    box.prepare()
+    assert offered(box) == []
+    assert box.skipped == [f"Maths ({NOT_IN_GROUPS})", f"Auditor ({NOT_IN_GROUPS})"]
+
+    user.groups.add(staff)
+    box.prepare()
+    assert offered(box) == ["toolset__maths__add", "delegate_to_auditor"] and box.skipped == []
+
+
+async def test_a_call_to_a_toolset_limited_to_other_groups_is_refused(user: Any, turn_id: int) -> None:
+    """Offered at the start of the turn, then the owner left the group: the call itself is
+    checked again where it runs."""
+    from django.contrib.auth.models import Group
+
+    staff = await Group.objects.acreate(name="staff")
+    config = await ToolsetConfig.objects.acreate(toolset_id="maths")
+    await config.groups.aadd(staff)
+    await user.groups.aadd(staff)
+    # halve, not add: add is in every test toolset, and a tool belongs to the last one built.
+    box = await prepared(user_id=user.pk, turn_id=turn_id, selection={"maths": ["halve"]})
+    assert box.offered == {"toolset__maths__halve"}
+    await user.groups.aremove(staff)
+
+    result = await box.run(ToolCall("c", "toolset__maths__halve", '{"n": 4}'), 0, 0)
+
+    assert result.is_error and result.content == "Error (permission_denied): Maths: Not available to your groups."

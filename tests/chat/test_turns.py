@@ -250,4 +250,47 @@ def test_a_turn_costs_a_fixed_handful_of_queries(user: Any, demo_model: Any, ste
         turn.refresh_from_db()
         assert turn.status == Turn.Status.COMPLETED, turn.error
         counts.append(len(seen))
-    assert counts[1] == counts[2] <= 14, (counts, seen)
+    # 14, two for groups (is the model open to the owner, the owner's groups for the tools), and
+    # one for the owner's budgets.
+    assert counts[1] == counts[2] <= 17, (counts, seen)
+
+
+def test_a_turn_whose_model_the_owner_lost_before_it_ran_fails_clearly(user: Any, demo_model: Any) -> None:
+    """Groups are read when the turn runs: a model the owner was removed from since sending is
+    not called."""
+    from django.contrib.auth.models import Group
+
+    from chat.turns import model_not_open_error
+
+    staff = Group.objects.create(name="staff")
+    demo_model.groups.add(staff)
+    user.groups.add(staff)
+    chat = Chat.objects.create(owner=user, model=demo_model)
+    turn = Turn.objects.create(chat=chat, model=demo_model)
+    Message.objects.create(chat=chat, turn=turn, role="user", content="hello")
+    user.groups.remove(staff)
+
+    asyncio.run(run_turn(turn.pk))
+
+    turn.refresh_from_db()
+    assert turn.status == Turn.Status.FAILED
+    assert turn.error == model_not_open_error(demo_model.name)
+    assert "not available to your groups" in turn.error
+    assert not Message.objects.filter(turn=turn, role="assistant").exists()
+
+
+def test_a_turn_whose_model_was_turned_off_before_it_ran_says_so(user: Any, demo_model: Any) -> None:
+    chat = Chat.objects.create(owner=user, model=demo_model)
+    turn = Turn.objects.create(chat=chat, model=demo_model)
+    Message.objects.create(chat=chat, turn=turn, role="user", content="hello")
+    demo_model.enabled = False
+    demo_model.save()
+
+    asyncio.run(run_turn(turn.pk))
+
+    turn.refresh_from_db()
+    assert turn.status == Turn.Status.FAILED
+    assert (
+        turn.error
+        == "The model Demo (offline) was turned off by an administrator. Choose another one in the chat's settings."
+    )

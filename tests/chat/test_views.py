@@ -436,7 +436,9 @@ def test_chat_page_queries_do_not_grow_with_the_chat(
     owner.get(_url("chat:detail", chat))  # stores the rendered HTML
 
     # No question here has files: none is looked for (tests/toolsets/files: one query for all).
-    with django_assert_max_num_queries(10):
+    # Two more than before teams: the user's groups, read once for the toolsets and agents, and
+    # their budgets (for a warning above the composer).
+    with django_assert_max_num_queries(12):
         response = owner.get(_url("chat:detail", chat))
 
     from chat.exchanges import PAGE_TURNS
@@ -522,3 +524,103 @@ def test_admin_clear_removes_the_stored_key(admin_client: Client, keyed_model: L
 
     keyed_model.refresh_from_db()
     assert keyed_model.api_key == ""
+
+
+# --- models limited to groups ---------------------------------------------------------------
+
+
+@pytest.fixture
+def staff_only() -> LLMModel:
+    from django.contrib.auth.models import Group
+
+    model = LLMModel.objects.create(name="Staff GPT", model="openai/staff")
+    model.groups.add(Group.objects.create(name="staff"))
+    return model
+
+
+def _picker_ids(html: str) -> list[str]:
+    import re
+
+    select = html.split('id="sp-model"', 1)[1].split("</select>", 1)[0]
+    return re.findall(r'<option value="(\d+)"', select)
+
+
+def test_the_model_picker_offers_only_models_open_to_my_groups(
+    owner: Client, user: Any, demo_model: LLMModel, staff_only: LLMModel
+) -> None:
+    assert _picker_ids(owner.get(reverse("chat:home")).content.decode()) == [str(demo_model.pk)]
+
+    user.groups.add(staff_only.groups.get())
+    assert _picker_ids(owner.get(reverse("chat:home")).content.decode()) == [str(demo_model.pk), str(staff_only.pk)]
+
+
+def test_a_model_limited_to_other_groups_is_refused_by_every_form(
+    owner: Client, user: Any, chat: Chat, demo_model: LLMModel, staff_only: LLMModel
+) -> None:
+    refused = "Choose one of the available models."
+
+    created = owner.post(reverse("chat:create"), {"content": "Hi", "model": staff_only.pk})
+    assert created.status_code == 400 and created.content.decode() == refused
+    assert not Chat.objects.filter(title="Hi").exists()
+
+    settings = owner.post(_url("chat:settings", chat), {"model": staff_only.pk})
+    assert refused in settings.content.decode()
+    chat.refresh_from_db()
+    assert chat.model == demo_model
+
+    owner.post(_url("chat:send", chat), {"content": "first"})
+    turn = Turn.objects.get(chat=chat)
+    turn.status = Turn.Status.COMPLETED
+    turn.save()
+    again = owner.post(reverse("chat:regenerate", args=[turn.pk]), {"model": staff_only.pk})
+    assert again.status_code == 400 and again.content.decode() == refused
+
+    user.groups.add(staff_only.groups.get())
+    assert owner.post(reverse("chat:create"), {"content": "Hi", "model": staff_only.pk}).status_code == 302
+    assert Chat.objects.get(title="Hi").model == staff_only
+
+
+def test_a_chat_whose_model_i_lost_says_so_and_falls_back(
+    owner: Client, user: Any, demo_model: LLMModel, staff_only: LLMModel
+) -> None:
+    user.groups.add(staff_only.groups.get())
+    chat = Chat.objects.create(owner=user, model=staff_only)
+    user.groups.clear()
+
+    html = owner.get(_url("chat:detail", chat)).content.decode()
+    notice = "Staff GPT is not available to you any more: new messages use Demo (offline)."
+    assert notice in html and 'data-testid="composer-model-notice"' in html
+    assert _picker_ids(html) == [str(demo_model.pk)]
+
+    response = owner.post(_url("chat:send", chat), {"content": "still there?"})
+    assert response.status_code == 200
+    assert Turn.objects.get(chat=chat).model == demo_model
+    chat.refresh_from_db()
+    assert chat.model == demo_model  # the chat keeps the fallback: no notice from now on
+    assert notice not in owner.get(_url("chat:detail", chat)).content.decode()
+
+
+def test_the_admin_limits_a_model_to_groups(admin_client: Client, keyed_model: LLMModel) -> None:
+    from django.contrib.auth.models import Group
+
+    staff = Group.objects.create(name="staff")
+    response = admin_client.post(_admin_url(keyed_model), _form_data(keyed_model, groups=[staff.pk]))
+    assert response.status_code == 302
+    assert list(keyed_model.groups.all()) == [staff]
+    listing = admin_client.get(reverse("admin:chat_llmmodel_changelist")).content.decode()
+    assert '<td class="field-for_groups">staff</td>' in listing
+
+
+def test_the_tools_popover_says_a_toolset_is_not_available_to_my_groups(owner: Client, user: Any, chat: Chat) -> None:
+    from django.contrib.auth.models import Group
+
+    from toolsets.models import ToolsetConfig
+
+    staff = Group.objects.create(name="staff")
+    ToolsetConfig.objects.create(toolset_id="clock_math").groups.add(staff)
+    html = owner.get(_url("chat:detail", chat)).content.decode()
+    reason = html.split('data-testid="toolset-reason-clock_math">', 1)[1].split("</div>", 1)[0]
+    assert reason == "Not available to your groups"  # and no settings link: nothing to do there
+
+    user.groups.add(staff)
+    assert 'data-testid="toolset-reason-clock_math"' not in owner.get(_url("chat:detail", chat)).content.decode()

@@ -347,3 +347,20 @@ def test_a_token_that_may_not_run_tools_is_refused_by_the_execution_api(user: An
         headers={"Authorization": f"Bearer {token}"},
     )
     assert response.status_code == 403 and "may not run tools" in response.json()["error"]["message"]
+
+
+def test_a_toolset_limited_to_other_groups_is_403_with_the_reason(user: Any) -> None:
+    from django.contrib.auth.models import Group
+
+    staff = Group.objects.create(name="staff")
+    ToolsetConfig.objects.create(toolset_id="probe").groups.add(staff)
+    token = token_for(user)
+
+    response = post(Client(), url("probe", "echo"), {"params": {"text": "hi"}}, Authorization=f"Bearer {token}")
+    assert response.status_code == 403
+    assert response.json()["error"]["reason"] == "Not available to your groups"
+    assert ToolExecution.objects.get().status == "error"  # refused, and the refusal audited
+
+    user.groups.add(staff)
+    response = post(Client(), url("probe", "echo"), {"params": {"text": "hi"}}, Authorization=f"Bearer {token}")
+    assert response.status_code == 200 and response.json()["result"] == {"text": "hi"}

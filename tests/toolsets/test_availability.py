@@ -6,7 +6,9 @@ import itertools
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import Group
 
+from core.groups import NOT_IN_GROUPS
 from toolsets import availability
 from toolsets.availability import DISABLED_BY_ADMIN, DISABLED_BY_USER, NEEDS_SETUP, NO_API_KEY
 from toolsets.base import Toolset, tool
@@ -111,7 +113,10 @@ def test_one_users_key_is_not_anothers(user: Any, other_user: Any) -> None:
 
 
 def test_for_user_uses_a_fixed_number_of_queries(user: Any, django_assert_max_num_queries: Any) -> None:
-    with django_assert_max_num_queries(2):
+    # The admin's configurations, their groups, the user's own settings, the user's groups.
+    for toolset_id in ("free", "keyed", "optin"):
+        ToolsetConfig.objects.create(toolset_id=toolset_id).groups.add(Group.objects.create(name=toolset_id))
+    with django_assert_max_num_queries(4):
         availability.for_user(user.pk)
 
 
@@ -124,3 +129,41 @@ def test_api_keys_are_encrypted_at_rest(user: Any) -> None:
         (raw,) = cursor.fetchone()
     assert raw.startswith("fernet:") and "very-secret" not in raw
     assert availability.for_user(user.pk)["keyed"].user_key_mask == "••••1a2b"
+
+
+def test_a_toolset_limited_to_groups_is_not_available_to_others(user: Any) -> None:
+    staff = Group.objects.create(name="staff")
+    config = ToolsetConfig.objects.create(toolset_id="free")
+    config.groups.add(staff)
+
+    state = availability.for_user(user.pk)["free"]
+    assert (state.usable, state.reason, state.fixable_by_user) == (False, NOT_IN_GROUPS, False)
+    assert availability.for_toolset(user.pk, "free").reason == NOT_IN_GROUPS  # type: ignore[union-attr]
+
+    # Membership counts from the next look, with nothing cached in between.
+    user.groups.add(staff)
+    assert availability.for_user(user.pk)["free"].usable
+    user.groups.remove(staff)
+    assert availability.for_toolset(user.pk, "free").reason == NOT_IN_GROUPS  # type: ignore[union-attr]
+
+
+def test_switched_off_by_the_admin_comes_before_groups(user: Any) -> None:
+    config = ToolsetConfig.objects.create(toolset_id="free", enabled=False)
+    config.groups.add(Group.objects.create(name="staff"))
+    assert availability.for_user(user.pk)["free"].reason == DISABLED_BY_ADMIN
+
+
+def test_a_toolsets_own_groups_apply_too(user: Any, fake_registry: dict[str, Toolset]) -> None:
+    """An MCP server's groups travel on its toolset: the user must be in one of them as well as in
+    one of its configuration's (when that names any)."""
+    staff, sales = Group.objects.create(name="staff"), Group.objects.create(name="sales")
+    fake_registry["server"] = Toolset(
+        id="server", name="S", description="", tools=[noop], group_ids=frozenset({staff.pk})
+    )
+    assert availability.for_user(user.pk)["server"].reason == NOT_IN_GROUPS
+    user.groups.add(staff)
+    assert availability.for_user(user.pk)["server"].usable
+    ToolsetConfig.objects.create(toolset_id="server").groups.add(sales)
+    assert availability.for_user(user.pk)["server"].reason == NOT_IN_GROUPS
+    user.groups.add(sales)
+    assert availability.for_user(user.pk)["server"].usable

@@ -57,3 +57,31 @@ def test_bad_policy_posts_are_4xx(user: Any, data: dict[str, str]) -> None:
     response = logged_in(user).post("/toolsets/clock_math/policy/", data)
     assert 400 <= response.status_code < 500
     assert logged_in(user).post("/toolsets/nope/policy/", data).status_code == 404
+
+
+def test_the_settings_page_says_a_toolset_is_not_available_to_my_groups(user: Any) -> None:
+    from django.contrib.auth.models import Group
+
+    from toolsets.models import ToolsetConfig
+
+    staff = Group.objects.create(name="staff")
+    ToolsetConfig.objects.create(toolset_id="clock_math").groups.add(staff)
+    card = _card(logged_in(user).get("/toolsets/").content.decode(), "clock_math")
+    assert "Not available to your groups" in card
+
+    user.groups.add(staff)
+    assert "Not available to your groups" not in _card(logged_in(user).get("/toolsets/").content.decode(), "clock_math")
+
+
+def _card(html: str, toolset_id: str) -> str:
+    return html.split(f'data-testid="toolset-card-{toolset_id}"', 1)[1].split("</article>", 1)[0]
+
+
+def test_a_toolset_limited_to_other_groups_has_no_controls_on_the_settings_page(user: Any) -> None:
+    from django.contrib.auth.models import Group
+
+    from toolsets.models import ToolsetConfig
+
+    ToolsetConfig.objects.create(toolset_id="clock_math").groups.add(Group.objects.create(name="staff"))
+    card = _card(logged_in(user).get("/toolsets/").content.decode(), "clock_math")
+    assert 'name="enabled"' not in card and "available to some groups only" in card

@@ -72,6 +72,7 @@ class MCPServerForm(forms.ModelForm):
             "slug",
             "description",
             "enabled",
+            "groups",
             "transport",
             "url",
             "command",
@@ -119,12 +120,13 @@ class MCPServerForm(forms.ModelForm):
 class MCPServerAdmin(admin.ModelAdmin):
     form = MCPServerForm
     list_display = ["name", "slug", "transport", "enabled", "credential", "tool_count", "health", "tools_refreshed_at"]
-    list_filter = ["enabled", "transport", "credential"]
+    list_filter = ["enabled", "transport", "credential", "groups"]
+    filter_horizontal = ["groups"]
     search_fields = ["name", "slug", "url", "command"]
     actions = ["test_and_refresh"]
     readonly_fields = ["server_identity", "tool_list", "health", "tools_refreshed_at"]
     fieldsets = [
-        (None, {"fields": ["name", "slug", "description", "enabled"]}),
+        (None, {"fields": ["name", "slug", "description", "enabled", "groups"]}),
         ("Connection", {"fields": ["transport", "url", "command", "args", "env_text", "headers_text", "timeout_s"]}),
         (
             "Credentials",

@@ -24,7 +24,7 @@ from typing import Any
 
 import jsonschema
 from django.db import DatabaseError
-from django.db.models.signals import post_delete, post_save
+from django.db.models.signals import m2m_changed, post_delete, post_save
 from django.utils import timezone
 from django.utils.timesince import timesince
 
@@ -157,7 +157,7 @@ def _in_event_loop() -> bool:
 def _build() -> _Snapshot:
     built: dict[str, Toolset] = {}
     specs: dict[str, ServerSpec] = {}
-    for server in MCPServer.objects.all():
+    for server in MCPServer.objects.prefetch_related("groups"):
         spec = ServerSpec.of(server)
         health = _health.setdefault(server.pk, Health())
         _merge_health(health, server)
@@ -197,6 +197,7 @@ def _toolset(server: MCPServer, spec: ServerSpec, health: Health) -> Toolset:
         if oauth
         else None,
         enabled=server.enabled,
+        group_ids=frozenset(group.pk for group in server.groups.all()),
         status_check=health.status,
         card_template="toolsets/mcp/_card.html",
         # One server behind all the tools: its failures also open one breaker for all of them.
@@ -353,10 +354,15 @@ def write_health(server_id: int) -> None:
     )
 
 
-def connect_signals() -> None:
-    def changed(**_: Any) -> None:
-        invalidate()
+def _changed(**_: Any) -> None:
+    invalidate()
 
-    post_save.connect(changed, sender=MCPServer, dispatch_uid="mcp-catalog-save")
-    post_delete.connect(changed, sender=MCPServer, dispatch_uid="mcp-catalog-delete")
-    post_save.connect(changed, sender=OAuthGrant, dispatch_uid="mcp-catalog-grant")
+
+def connect_signals() -> None:
+    # A module-level receiver: signals keep only a weak reference, so a function defined in
+    # here would be collected on return and never called.
+    post_save.connect(_changed, sender=MCPServer, dispatch_uid="mcp-catalog-save")
+    post_delete.connect(_changed, sender=MCPServer, dispatch_uid="mcp-catalog-delete")
+    post_save.connect(_changed, sender=OAuthGrant, dispatch_uid="mcp-catalog-grant")
+    # Admin's form saves a server's groups after the row: the snapshot must see them too.
+    m2m_changed.connect(_changed, sender=MCPServer.groups.through, dispatch_uid="mcp-catalog-groups")

@@ -64,6 +64,12 @@ class MCPServer(models.Model):
         help_text="How long one tool call may take.",
     )
     enabled = models.BooleanField(default=True)
+    groups = models.ManyToManyField(
+        "auth.Group",
+        blank=True,
+        related_name="mcp_servers",
+        help_text="Only members of these groups may use its tools; none chosen: everyone.",
+    )
     allowed_tools = models.JSONField(
         default=list, blank=True, help_text="Only these tools (the server's own names); empty: all of them."
     )

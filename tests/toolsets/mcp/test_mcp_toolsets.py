@@ -318,3 +318,26 @@ def test_the_example_server_is_registered_with_its_tools(transactional_db: Any) 
 
 def test_the_test_server_file_exists() -> None:
     assert SERVER.exists()
+
+
+async def test_a_server_limited_to_groups_is_usable_only_by_their_members(stdio_server: Any, user: Any) -> None:
+    """The groups an admin picks for a server reach its toolset (the form saves them after the
+    row: the catalog notices that change too), and availability refuses everyone else."""
+    from django.contrib.auth.models import Group
+
+    from core.groups import NOT_IN_GROUPS
+
+    staff = await Group.objects.acreate(name="staff")
+    server = await MCPServer.objects.aget(slug="t1")
+    await sync_to_async(_refresh_registry)()
+    assert (await sync_to_async(availability.for_user)(user.pk))["mcp_t1"].usable
+
+    await server.groups.aadd(staff)
+    state = (await sync_to_async(availability.for_user)(user.pk))["mcp_t1"]
+    assert (state.usable, state.reason) == (False, NOT_IN_GROUPS)
+    refused = await execute(name("echo"), '{"text": "hi"}', user_id=user.pk, tool_call_id="c1", pre_approved=True)
+    assert refused.error is not None and refused.error.message == f"{server.name}: {NOT_IN_GROUPS}."
+
+    await user.groups.aadd(staff)
+    allowed = await execute(name("echo"), '{"text": "hi"}', user_id=user.pk, tool_call_id="c2", pre_approved=True)
+    assert allowed.ok, allowed.error
