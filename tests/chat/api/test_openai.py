@@ -259,6 +259,8 @@ def test_the_admin_ticks_what_each_endpoint_exposes(admin_user: Any) -> None:
         "default_max_tool_iterations": 5,
         "max_tool_iterations_cap": 25,
         "max_delegation_depth": 1,
+        "tool_catalogue_count": 30,
+        "tool_catalogue_tokens": 6000,
         "openai_api": "on",
         "openai_api_agents": ["researcher"],
         "mcp_server_toolsets": ["clock_math", "web"],
