@@ -323,6 +323,8 @@ def store_tools(server_id: int, listed: list[dict[str, Any]], server_info: dict[
     if server_info is not None:
         fields["server_name"] = clean_text(server_info.get("name"), 200)
         fields["server_version"] = clean_text(server_info.get("version"), 100)
+        if server_info.get("protocol_version"):
+            fields["protocol_version"] = clean_text(server_info["protocol_version"], 20)
     # update(), not save(): the row's version (updated_at) stays, so live connections are kept.
     MCPServer.objects.filter(pk=server_id).update(**fields)
     invalidate()

@@ -10,11 +10,16 @@ chat.worker_loop), shared by every turn the loop runs.
   one that dies fails the calls it had in flight ("closed the connection") — never anything
   else on the loop. Cancelling a call (the executor's timeout, Stop) cancels the request: the
   SDK sends the protocol's `notifications/cancelled` before the cancellation goes on.
-- `notifications/tools/list_changed` makes the connection list the tools again and store them.
+- A tool-list change makes the connection list the tools again and store them: the handshake
+  era's `notifications/tools/list_changed`, or a 2026 server's `subscriptions/listen` stream.
+- Sessions heal: a handshake-era server that no longer knows the session (restarted, reaped:
+  404 "session not found", 400 "no valid session") gets a new one, and the call that it refused
+  (so cannot have run) is sent once more; a pooled session idle for a while is pinged first.
 
 The protocol is the official SDK's (`mcp.Client` over its stdio, streamable HTTP and SSE
-transports), in the handshake (2025) era: list changes, progress and cancellation then work
-the same over every transport, as servers in the field implement them.
+transports) in its dual-era mode: each server is spoken to in the newest revision it supports,
+2026-07-28 (stateless: `server/discover`, no session to lose) or else the handshake
+(2025-11-25 and older). List results are cached by the server's hints (ttlMs, cacheScope).
 """
 
 from __future__ import annotations
@@ -157,6 +162,8 @@ class Discovery:
     server_name: str
     server_version: str
     tools: list[dict[str, Any]]
+    # The revision the server is spoken to in: 2026-07-28 (stateless) or a handshake-era one.
+    protocol_version: str = ""
 
 
 async def discover(spec: ServerSpec, access: Access, timeout: float = CONNECT_TIMEOUT_S) -> Discovery:  # noqa: ASYNC109
@@ -168,6 +175,7 @@ async def discover(spec: ServerSpec, access: Access, timeout: float = CONNECT_TI
             async with AsyncExitStack() as stack:
                 client = await stack.enter_async_context(connection._client(stack))
                 info = client.server_info
+                version = client.protocol_version
                 listed = await list_all_tools(client)
     except TimeoutError:
         raise ConnectionError(f"The server did not answer within {timeout:g} s.") from None
@@ -177,4 +185,9 @@ async def discover(spec: ServerSpec, access: Access, timeout: float = CONNECT_TI
                 f"The server refused the credential (HTTP {connection._last_status or 401})."
             ) from None
         raise ConnectionError(describe(exc)) from None
-    return Discovery(server_name=info.name if info else "", server_version=info.version if info else "", tools=listed)
+    return Discovery(
+        server_name=info.name if info else "",
+        server_version=info.version if info else "",
+        tools=listed,
+        protocol_version=version,
+    )

@@ -33,12 +33,18 @@ def refresh(server: MCPServer, user_id: int | None) -> tuple[bool, str]:
         catalog.record_health(server.pk, str(exc))
         catalog.write_health(server.pk)
         return False, f"{server.name}: {exc}"
-    skipped = catalog.store_tools(server.pk, found.tools, {"name": found.server_name, "version": found.server_version})
+    skipped = catalog.store_tools(
+        server.pk,
+        found.tools,
+        {"name": found.server_name, "version": found.server_version, "protocol_version": found.protocol_version},
+    )
     catalog.record_health(server.pk, None)
     catalog.write_health(server.pk)
     server.refresh_from_db()
     listed = ", ".join(t["name"] for t in server.tools) or "no tools"
     text = f"{server.name}: connected to {found.server_name or 'the server'} {found.server_version}".rstrip()
+    if found.protocol_version:
+        text += f" (protocol {found.protocol_version}{', stateless' if found.protocol_version >= '2026' else ''})"
     text += f" — {len(server.tools)} tool{'s' if len(server.tools) != 1 else ''}: {listed}."
     if skipped:
         text += " Left out: " + "; ".join(skipped[:10]) + "."

@@ -71,6 +71,8 @@ class MCPServer(models.Model):
     # What the server said about itself and its tools at the last refresh.
     server_name = models.CharField(max_length=200, blank=True)
     server_version = models.CharField(max_length=100, blank=True)
+    # The revision it was spoken to in: 2026-07-28 (stateless) or a handshake-era one.
+    protocol_version = models.CharField(max_length=20, blank=True)
     tools = models.JSONField(default=list, blank=True)
     tools_refreshed_at = models.DateTimeField(null=True, blank=True)
 

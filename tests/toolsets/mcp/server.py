@@ -1,6 +1,9 @@
 """An MCP server the tests start (stdio by default, `http PORT [TOKEN…]` for streamable HTTP,
 `sse PORT` for the legacy SSE transport):
-built with the SDK, with a tool for each behaviour under test. Imports nothing from Tessera."""
+built with the SDK, with a tool for each behaviour under test. Imports nothing from Tessera.
+
+It speaks both protocol eras, as the SDK does; `MCP_LEGACY_ONLY=1` makes it a handshake-era
+server (no `server/discover`: a 2026 client falls back to `initialize` and gets a session)."""
 
 from __future__ import annotations
 
@@ -22,6 +25,10 @@ PIXEL = base64.b64decode(
 )
 
 server = MCPServer(name="test-server", version="9.9")
+if os.environ.get("MCP_LEGACY_ONLY"):
+    # Without a discover handler the probe fails with "method not found", the SDK's (and the
+    # spec's) sign of a server that only knows the handshake.
+    server._lowlevel_server._request_handlers.pop("server/discover")
 
 
 @server.tool()
@@ -79,7 +86,10 @@ async def grow(ctx: Context) -> str:
         return x * 2
 
     server.add_tool(added, name="added")
-    await ctx.request_context.session.send_tool_list_changed()
+    if ctx.request_context.session.protocol_version >= "2026":
+        await ctx.notify_tools_changed()  # to `subscriptions/listen` streams
+    else:
+        await ctx.request_context.session.send_tool_list_changed()
     return "grown"
 
 
@@ -113,7 +123,9 @@ def http(port: int, tokens: list[str], sse: bool = False) -> None:
                 return
         await app(scope, receive, send)
 
-    uvicorn.run(guarded, host="127.0.0.1", port=port, log_level="warning")
+    # A 2026 client keeps a `subscriptions/listen` stream open: without a bound, a graceful
+    # shutdown waits for it for ever.
+    uvicorn.run(guarded, host="127.0.0.1", port=port, log_level="warning", timeout_graceful_shutdown=1)
 
 
 if __name__ == "__main__":
