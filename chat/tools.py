@@ -78,8 +78,8 @@ class ChatToolBox:
                 self.skipped.append(f"{toolset.name} ({state.reason})")
                 continue
             for tool in toolset.tools:
-                # A tool whose policy is Deny is never offered.
-                if tool.name in chosen and policies.get(toolset, tool).policy != policy.DENY:
+                # A tool whose policy is Deny, or that is held, is never offered.
+                if tool.name in chosen and not tool.held and policies.get(toolset, tool).policy != policy.DENY:
                     self._specs.append(
                         {
                             "type": "function",

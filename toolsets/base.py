@@ -87,6 +87,12 @@ class Tool:
     # effects. Public results may be shared between users (never between credentials).
     cache_ttl_s: int = 0
     cache_public: bool = False
+    # False for a tool that must be asked about on every call (an MCP tool its server calls
+    # destructive): the approval card offers no "Always allow this tool in this chat".
+    always_allowable: bool = True
+    # Why the tool may not run now, whatever its policy (an MCP tool whose definition changed
+    # on the server until an admin reviews it): it is not offered, and a call fails with this.
+    held: str = ""
 
     def __post_init__(self) -> None:
         if self.policy not in ("", *POLICIES):

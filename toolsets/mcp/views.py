@@ -91,7 +91,7 @@ def callback(request: AuthedRequest) -> HttpResponse:
     if not server.tools:
         # A server that wants OAuth lists nothing to an anonymous admin: the first user to
         # connect is the first chance to learn its tools.
-        refresh(server, request.user.pk)
+        refresh(server, request.user.pk, reviewed=False)
     return HttpResponseRedirect(_back(server))
 
 

@@ -165,6 +165,8 @@ async def test_tools_list_changed_refreshes_the_stored_tools(stdio_server: Any, 
             break
         await asyncio.sleep(0.1)
     assert any(t["name"] == "added" for t in server.tools)
+    # A tool the server adds is held until an admin accepts it (test_trust.py).
+    assert await sync_to_async(catalog.approve)(server) == ["added"]
     await sync_to_async(_refresh_registry)()
     added = await execute(name("added"), {"x": 21}, user_id=user.pk, tool_call_id="c2", pre_approved=True)
     assert added.ok and added.result["content"][0]["text"] == "42"
