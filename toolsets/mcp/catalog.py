@@ -283,6 +283,12 @@ def clean_tools(listed: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], lis
         if len(kept) >= MAX_TOOLS:
             skipped.append(f"{name}: more than {MAX_TOOLS} tools")
             continue
+        execution = item.get("execution")
+        if isinstance(execution, dict) and execution.get("taskSupport") == "required":
+            # Tessera does not run tasks (2025-11-25's task-augmented calls): a plain call of
+            # such a tool would only be refused.
+            skipped.append(f"{name}: it runs only as a task, which Tessera does not support")
+            continue
         problem = schema_problem(item.get("inputSchema"))
         if problem:
             skipped.append(f"{name}: {problem}")

@@ -41,7 +41,18 @@ from .connection import CONNECT_TIMEOUT_S, Access, Connection, list_all_tools
 from .errors import auth_failure, describe, leaves
 from .models import MCPServer
 
-__all__ = ["Access", "access_for", "call_tool", "close_all", "connect", "describe", "discover", "leaves", "pool"]
+__all__ = [
+    "Access",
+    "access_for",
+    "call_tool",
+    "close_all",
+    "connect",
+    "describe",
+    "discover",
+    "leaves",
+    "pool",
+    "read_resource",
+]
 
 IDLE_CLOSE_S = 600.0
 MAX_CONNECTIONS = 64
@@ -71,10 +82,26 @@ async def call_tool(spec: ServerSpec, name: str, arguments: dict[str, Any], ctx:
     connection = pool().connection(spec, access)
     progress = _progress_reporter(ctx)
     raw = await connection.call(name, arguments, progress, spec.timeout_s)
-    shaped = results.shape(raw)
+    shaped = results.shape(raw, server=spec.toolset_id)
     if raw.get("isError"):
         raise ToolFailure(results.model_text(shaped)[:4000] or f"{spec.name} reported an error without details.")
     return shaped
+
+
+async def read_resource(spec: ServerSpec, uri: str, user_id: int, token: str) -> list[dict[str, Any]]:
+    """A resource's contents as `user_id` may read them (with their credential), each shaped
+    like a tool's content block (`results.shape`). A connection of its own, closed after: a web
+    request has no lasting event loop to pool one in."""
+    connection = Connection(spec, access_for(spec, user_id, token))
+    try:
+        raw = await connection.read_resource(uri, spec.timeout_s)
+    finally:
+        await connection.close()
+    found = raw.get("contents")
+    contents: list[Any] = found if isinstance(found, list) else []
+    shaped = results.shape({"content": [{"type": "resource", "resource": c} for c in contents]}, server=spec.toolset_id)
+    blocks: list[dict[str, Any]] = shaped["content"]
+    return blocks
 
 
 async def connect(spec: ServerSpec, ctx: ToolContext) -> None:

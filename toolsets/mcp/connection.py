@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from types import TracebackType
@@ -95,21 +95,31 @@ class Connection:
         progress: Any,
         timeout: float,  # noqa: ASYNC109 - a per-request read timeout the SDK applies
     ) -> dict[str, Any]:
+        # The read timeout is a backstop behind the executor's own (which cancels the call and
+        # so sends the cancellation): a server must not keep a request for ever.
+        return await self._request(
+            lambda client: client.call_tool(
+                name, arguments, read_timeout_seconds=timeout + 5, progress_callback=progress
+            ),
+            timeout,
+        )
+
+    async def read_resource(self, uri: str, timeout: float) -> dict[str, Any]:  # noqa: ASYNC109
+        """`resources/read` (a resource link opened from a card)."""
+        return await self._request(lambda client: client.read_resource(uri), timeout)
+
+    async def _request(self, send: Callable[[Client], Awaitable[Any]], timeout: float) -> dict[str, Any]:  # noqa: ASYNC109
         await self.check()
         for attempt in (1, 2):
             client = await self.ready(min(timeout, CONNECT_TIMEOUT_S))
             self.active += 1
             self.last_used = asyncio.get_running_loop().time()
             try:
-                # The read timeout is a backstop behind the executor's own (which cancels the call
-                # and so sends the cancellation): a server must not keep a request for ever.
-                result = await client.call_tool(
-                    name, arguments, read_timeout_seconds=timeout + 5, progress_callback=progress
-                )
+                result = await send(client)
             except MCPError as exc:
                 if attempt == 1 and session_lost(exc):
                     # The server refused the request for its session id, so it did not run it: a
-                    # new session (a restarted server, an idle reap) and the same call once more.
+                    # new session (a restarted server, an idle reap) and the same request once more.
                     log.info("MCP server %s lost the session; starting a new one", self.spec.name)
                     self._renew()
                     continue

@@ -17,12 +17,28 @@ from pathlib import Path
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.server.mcpserver.utilities.types import Image
-from mcp_types import ToolAnnotations
+from mcp.server.mcpserver.utilities.types import Audio, Image
+from mcp_types import BlobResourceContents, EmbeddedResource, ResourceLink, ToolAnnotations
 
 # A 1×1 PNG.
 PIXEL = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+)
+
+# A WAV header with no samples: silent, and playable.
+WAV = (
+    b"RIFF"
+    + (36).to_bytes(4, "little")
+    + b"WAVEfmt "
+    + (16).to_bytes(4, "little")
+    + (1).to_bytes(2, "little")
+    + (1).to_bytes(2, "little")
+    + (8000).to_bytes(4, "little")
+    + (8000).to_bytes(4, "little")
+    + (1).to_bytes(2, "little")
+    + (8).to_bytes(2, "little")
+    + b"data"
+    + (0).to_bytes(4, "little")
 )
 
 server = MCPServer(name="test-server", version="9.9")
@@ -121,6 +137,41 @@ async def rewrite(ctx: Context) -> str:
     else:
         await ctx.request_context.session.send_tool_list_changed()
     return "rewritten"
+
+
+@server.resource("notes://today", mime_type="text/plain")
+def today() -> str:
+    """Today's notes."""
+    return "Buy <b>milk</b>"
+
+
+@server.tool()
+def linked() -> list[ResourceLink]:
+    """A link to a resource of this server (not an http URL)."""
+    return [ResourceLink(type="resource_link", uri="notes://today", name="today", title="Today's notes")]
+
+
+@server.tool()
+def sound() -> Audio:
+    """A (silent) audio clip."""
+    return Audio(data=WAV, format="wav")
+
+
+@server.tool()
+def attachment() -> EmbeddedResource:
+    """A binary file, embedded."""
+    blob = BlobResourceContents(
+        uri="files://report.bin",
+        mime_type="application/octet-stream",
+        blob=base64.b64encode(b"\x00\x01binary").decode(),
+    )
+    return EmbeddedResource(type="resource", resource=blob)
+
+
+@server.tool()
+def weather() -> dict[str, object]:
+    """Structured content (the SDK also sends it as JSON text)."""
+    return {"temperature": 21, "unit": "C"}
 
 
 @server.tool()

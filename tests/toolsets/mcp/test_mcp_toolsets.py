@@ -302,11 +302,12 @@ def test_untrusted_tool_listings_are_cleaned() -> None:
             {"name": "broken", "inputSchema": {"type": "object", "properties": {"a": {"type": 5}}}},
             {"name": "", "inputSchema": {"type": "object"}},
             {"name": "ok", "inputSchema": {"type": "object"}},
+            {"name": "tasky", "inputSchema": {"type": "object"}, "execution": {"taskSupport": "required"}},
         ]
     )
     assert [t["name"] for t in kept] == ["ok"]
     assert "\x1b" not in kept[0]["description"] and len(kept[0]["description"]) <= catalog.MAX_DESCRIPTION
-    assert len(skipped) == 5
+    assert len(skipped) == 6 and "only as a task" in skipped[-1]
 
 
 def test_the_example_server_is_registered_with_its_tools(transactional_db: Any) -> None:
