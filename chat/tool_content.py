@@ -95,7 +95,7 @@ def _block(block: dict[str, Any]) -> str:
         uri = str(block.get("uri", ""))
         return str(
             format_html(
-                '<p class="tc-media">📄 <code>{}</code> · {} · {} {}</p>',
+                '<p class="tc-media">File <code>{}</code> · {} · {} {}</p>',
                 uri or "file",
                 block.get("mimeType", ""),
                 filesizeformat(int(block.get("size") or 0)),
