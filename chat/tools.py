@@ -61,6 +61,8 @@ class ChatToolBox:
         self.on_approval = on_approval
         # Selected toolsets that are not usable right now, as "Name (reason)".
         self.skipped: list[str] = []
+        # (toolset name, instructions) of the offered toolsets that have some, for the prompt.
+        self.instructions: list[tuple[str, str]] = []
 
     def prepare(self) -> None:
         """Decides, once per turn, which selected tools the model is offered: only those of
@@ -68,7 +70,7 @@ class ChatToolBox:
         available = availability.for_user(self.user_id)
         admin_policies = {toolset_id: state.admin_policy for toolset_id, state in available.items()}
         policies = policy.PolicyBook(self.user_id, admin_policies)
-        self._specs, self.skipped = [], []
+        self._specs, self.skipped, self.instructions = [], [], []
         for toolset in all_toolsets().values():
             chosen = set(self.selection.get(toolset.id, []))
             if not chosen:
@@ -77,6 +79,7 @@ class ChatToolBox:
             if not state.usable:
                 self.skipped.append(f"{toolset.name} ({state.reason})")
                 continue
+            offered_before = len(self._specs)
             for tool in toolset.tools:
                 # A tool whose policy is Deny, or that is held, is never offered.
                 if tool.name in chosen and not tool.held and policies.get(toolset, tool).policy != policy.DENY:
@@ -90,6 +93,8 @@ class ChatToolBox:
                             },
                         }
                     )
+            if toolset.instructions and len(self._specs) > offered_before:
+                self.instructions.append((toolset.name, toolset.instructions))
         self._offer_agents(available)
         self._offered = {spec["function"]["name"] for spec in self._specs}
 

@@ -133,7 +133,10 @@ async def _run_claimed(turn: Turn, redis: Any, watch: TurnWatch) -> None:
         if toolbox.skipped:
             await sink.notice("skipped", "Not available for this answer: " + ", ".join(toolbox.skipped) + ".")
         agent = Agent(_model(llm), toolbox, sink, cancel, max_iterations=chat_limit)
-        prompt = {"role": "system", "content": system_prompt(timezone.now(), user_name(chat.owner))}
+        prompt = {
+            "role": "system",
+            "content": system_prompt(timezone.now(), user_name(chat.owner), toolbox.instructions),
+        }
         outcome = await agent.run([prompt, *messages])
         # Stopped by the worker's shutdown (its grace period ran out), not by the reader.
         await sink.finish(outcome, interrupted=turn.pk in watch.interrupted)

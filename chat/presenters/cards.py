@@ -107,6 +107,7 @@ def card(
         "name": name,
         "call_id": call_id,
         "display_name": display_name,
+        "hints": list(tool.hints) if tool is not None else [],
         "status": status,
         "status_label": STATUS_LABELS.get(status, status),
         "summary": summary,

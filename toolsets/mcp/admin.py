@@ -85,6 +85,7 @@ class MCPServerForm(forms.ModelForm):
             "oauth_scopes",
             "timeout_s",
             "trust_annotations",
+            "use_instructions",
         ]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -137,7 +138,7 @@ class MCPServerAdmin(admin.ModelAdmin):
     list_filter = ["enabled", "transport", "credential"]
     search_fields = ["name", "slug", "url", "command"]
     actions = ["test_and_refresh", "accept_held_tools"]
-    readonly_fields = ["server_identity", "held_review", "tool_list", "health", "tools_refreshed_at"]
+    readonly_fields = ["server_identity", "instructions", "held_review", "tool_list", "health", "tools_refreshed_at"]
     fieldsets = [
         (None, {"fields": ["name", "slug", "description", "enabled"]}),
         ("Connection", {"fields": ["transport", "url", "command", "args", "env_text", "headers_text", "timeout_s"]}),
@@ -151,7 +152,9 @@ class MCPServerAdmin(admin.ModelAdmin):
                 "fields": [
                     "allowed_tools_text",
                     "trust_annotations",
+                    "use_instructions",
                     "server_identity",
+                    "instructions",
                     "held_review",
                     "tool_list",
                     "tools_refreshed_at",

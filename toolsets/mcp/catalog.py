@@ -43,6 +43,7 @@ MAX_TOOLS = 200
 MAX_DESCRIPTION = 1000
 MAX_TITLE = 80
 MAX_SCHEMA_BYTES = 20_000
+MAX_INSTRUCTIONS = 2000
 UNREACHABLE = "Server unreachable"
 
 
@@ -206,6 +207,7 @@ def _toolset(server: MCPServer, spec: ServerSpec, health: Health) -> Toolset:
         card_template="toolsets/mcp/_card.html",
         # One server behind all the tools: its failures also open one breaker for all of them.
         shared_breaker=True,
+        instructions=server.instructions if server.use_instructions else "",
     )
 
 
@@ -246,6 +248,7 @@ def _tool(spec: ServerSpec, key: str, listed: dict[str, Any], held: str, trusted
         # failure, and runs without asking: the others' policy defaults to Ask (toolsets.policy).
         side_effects=not read_only,
         always_allowable=annotations.get("destructiveHint") is not True,
+        hints=("Reaches outside services",) if annotations.get("openWorldHint") is True else (),
         held=HELD.get(held, ""),
         summarize=results.summary,
         wants_context=True,
@@ -360,6 +363,7 @@ def store_tools(
     if server_info is not None:
         fields["server_name"] = clean_text(server_info.get("name"), 200)
         fields["server_version"] = clean_text(server_info.get("version"), 100)
+        fields["instructions"] = clean_text(server_info.get("instructions"), MAX_INSTRUCTIONS)
         if server_info.get("protocol_version"):
             fields["protocol_version"] = clean_text(server_info["protocol_version"], 20)
     # update(), not save(): the row's version (updated_at) stays, so live connections are kept.

@@ -191,6 +191,7 @@ class Discovery:
     tools: list[dict[str, Any]]
     # The revision the server is spoken to in: 2026-07-28 (stateless) or a handshake-era one.
     protocol_version: str = ""
+    instructions: str = ""
 
 
 async def discover(spec: ServerSpec, access: Access, timeout: float = CONNECT_TIMEOUT_S) -> Discovery:  # noqa: ASYNC109
@@ -203,6 +204,7 @@ async def discover(spec: ServerSpec, access: Access, timeout: float = CONNECT_TI
                 client = await stack.enter_async_context(connection._client(stack))
                 info = client.server_info
                 version = client.protocol_version
+                instructions = client.instructions or ""
                 listed = await list_all_tools(client)
     except TimeoutError:
         raise ConnectionError(f"The server did not answer within {timeout:g} s.") from None
@@ -217,4 +219,5 @@ async def discover(spec: ServerSpec, access: Access, timeout: float = CONNECT_TI
         server_version=info.version if info else "",
         tools=listed,
         protocol_version=version,
+        instructions=instructions,
     )

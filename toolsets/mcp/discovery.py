@@ -37,7 +37,12 @@ def refresh(server: MCPServer, user_id: int | None, *, reviewed: bool = True) ->
     skipped = catalog.store_tools(
         server.pk,
         found.tools,
-        {"name": found.server_name, "version": found.server_version, "protocol_version": found.protocol_version},
+        {
+            "name": found.server_name,
+            "version": found.server_version,
+            "protocol_version": found.protocol_version,
+            "instructions": found.instructions,
+        },
         reviewed=reviewed,
     )
     catalog.record_health(server.pk, None)

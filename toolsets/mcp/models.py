@@ -84,6 +84,14 @@ class MCPServer(models.Model):
     # differs from its pinned one is held until an admin reviews it (`catalog.held_tools`).
     approved_tools = models.JSONField(default=dict, blank=True)
     tools_refreshed_at = models.DateTimeField(null=True, blank=True)
+    # What the server asks a client's model to know (its `instructions`), cleaned and capped.
+    instructions = models.TextField(blank=True)
+    use_instructions = models.BooleanField(
+        "give the model the server's instructions",
+        default=True,
+        help_text="The server's own text (capped, marked as the server's) in the system prompt of chats that "
+        "selected its tools.",
+    )
 
     last_error = models.TextField(blank=True)
     last_error_at = models.DateTimeField(null=True, blank=True)

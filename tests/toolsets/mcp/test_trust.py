@@ -71,6 +71,15 @@ async def test_a_destructive_tool_asks_every_time_even_if_always_allowed(
     assert asked[0].always_allowable is False
 
 
+def test_a_tool_that_reaches_the_open_world_says_so_on_its_card(stdio_server: Any) -> None:
+    from chat.presenters import card, card_fragment
+
+    shown = card(1, 0, 0, name=name("outside"), status="success", result={"content": []}, duration_ms=3)
+    assert shown["hints"] == ["Reaches outside services"]
+    assert 'data-testid="tool-call-hint">Reaches outside services</span>' in card_fragment(shown)
+    assert card(1, 0, 1, name=name("echo"), status="calling")["hints"] == []
+
+
 async def test_a_tool_whose_definition_changes_is_held_until_an_admin_accepts_it(stdio_server: Any, user: Any) -> None:
     first = await execute(name("peek"), {}, user_id=user.pk, tool_call_id="c1", pre_approved=True)
     assert first.ok and first.result["content"][0]["text"] == "peeked"
