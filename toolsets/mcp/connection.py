@@ -340,6 +340,7 @@ class Connection:
             elif response.status_code < 300:
                 self._last_status = 0
 
+        hooks = self._event_hooks(note_status)
         if spec.transport == MCPServer.Transport.SSE:
 
             def factory(
@@ -348,15 +349,24 @@ class Connection:
                 auth: httpx2.Auth | None = None,
             ) -> httpx2.AsyncClient:
                 return httpx2.AsyncClient(
-                    headers=headers, timeout=timeout or HTTP_TIMEOUT, auth=auth, event_hooks={"response": [note_status]}
+                    headers=headers, timeout=timeout or HTTP_TIMEOUT, auth=auth, event_hooks=hooks
                 )
 
             return sse_client(spec.url, headers=headers, auth=auth, httpx_client_factory=factory)
-        http = httpx2.AsyncClient(
-            headers=headers, auth=auth, timeout=HTTP_TIMEOUT, event_hooks={"response": [note_status]}
-        )
+        http = httpx2.AsyncClient(headers=headers, auth=auth, timeout=HTTP_TIMEOUT, event_hooks=hooks)
         stack.push_async_callback(http.aclose)
         return streamable_http_client(spec.url, http_client=http)
+
+    def _event_hooks(self, on_response: Any) -> dict[str, list[Any]]:
+        hooks: dict[str, list[Any]] = {"response": [on_response]}
+        if self.spec.credential == MCPServer.Credential.OAUTH:
+            from . import oauth
+
+            # The OAuth provider's own requests (metadata, the token endpoint when it refreshes)
+            # go through this client: the same address checks as the user's Connect, so a
+            # server's metadata cannot point a worker at its own network.
+            hooks["request"] = [oauth.guard_hook(self.spec)]
+        return hooks
 
     def _auth(self) -> httpx2.Auth | None:
         if self.spec.credential != MCPServer.Credential.OAUTH or self.access.user_id is None:
