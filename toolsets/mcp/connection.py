@@ -124,6 +124,16 @@ class Connection:
                     self._renew()
                     continue
                 raise self._failure(exc) from None
+            except RuntimeError as exc:
+                # The SDK checks a result against the tool's declared outputSchema and raises
+                # this; anything else it raises this way is the connection's own failure.
+                text = str(exc)
+                if "output schema" in text or "structured content" in text:
+                    raise ToolFailure(
+                        f"{self.spec.name}: the tool's result does not match the output schema it declared "
+                        f"({catalog.clean_text(text, 300)})."
+                    ) from None
+                raise
             except (httpx2.HTTPError, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
                 self._ended.set()
                 raise ToolFailure(

@@ -18,7 +18,14 @@ import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.types import Audio, Image
-from mcp_types import BlobResourceContents, EmbeddedResource, ResourceLink, ToolAnnotations
+from mcp_types import (
+    BlobResourceContents,
+    CallToolResult,
+    EmbeddedResource,
+    ResourceLink,
+    TextContent,
+    ToolAnnotations,
+)
 
 # A 1×1 PNG.
 PIXEL = base64.b64decode(
@@ -182,6 +189,20 @@ def attachment() -> EmbeddedResource:
 def weather() -> dict[str, object]:
     """Structured content (the SDK also sends it as JSON text)."""
     return {"temperature": 21, "unit": "C"}
+
+
+@server.tool()
+def liar() -> CallToolResult:
+    """Structured content that breaks the output schema it declares."""
+    return CallToolResult(content=[TextContent(type="text", text="hot")], structured_content={"temperature": "hot"})
+
+
+# Declared by hand (the SDK then publishes it without checking its own results against it).
+server._tool_manager.get_tool("liar").fn_metadata.output_schema = {  # type: ignore[union-attr]
+    "type": "object",
+    "properties": {"temperature": {"type": "number"}},
+    "required": ["temperature"],
+}
 
 
 @server.tool()

@@ -76,3 +76,10 @@ async def test_a_resource_link_of_another_scheme_opens_through_its_server(
     assert (await sync_to_async(page)(user, "?uri=notes%3A%2F%2Fnone")).status_code == 502
     unknown = await sync_to_async(Client().get)("/toolsets/mcp/t1/resource/?uri=notes%3A%2F%2Ftoday")
     assert unknown.status_code == 302  # to the sign-in page
+
+
+async def test_a_result_that_breaks_the_declared_output_schema_is_a_clear_error(stdio_server: Any, user: Any) -> None:
+    done = await execute("toolset__mcp_t1__liar", {}, user_id=user.pk, tool_call_id="c1", pre_approved=True)
+    assert done.error is not None and done.error.type == "execution_error"
+    assert "does not match the output schema it declared" in done.error.message
+    assert "'hot' is not of type 'number'" in done.error.message
