@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
-from toolsets.mcp.results import IMAGE_TYPES, is_content_result
+from toolsets.mcp.results import IMAGE_TYPES, for_user, is_content_result
 
 from .rendering import render_block
 
@@ -32,6 +32,8 @@ def render(result: Any) -> SafeString | None:
     for block in result["content"]:
         # The spec asks a server to send structured content also as JSON text, for older
         # clients: shown once, as the structured content.
+        if not for_user(block):
+            continue  # meant for the model only (its `audience`)
         if not (structured and _is_json_of(block, result["structuredContent"])):
             parts.append(_block(block))
     if structured:

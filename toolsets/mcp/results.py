@@ -36,6 +36,9 @@ def shape(raw: dict[str, Any], server: str = "") -> dict[str, Any]:
             shaped = _block(block)
             if shaped["type"] == "resource_link" and server:
                 shaped["server"] = server
+            audience = _audience(block)
+            if audience:
+                shaped["audience"] = audience
             blocks.append(shaped)
     result: dict[str, Any] = {"content": blocks}
     structured = raw.get("structuredContent")
@@ -45,6 +48,24 @@ def shape(raw: dict[str, Any], server: str = "") -> dict[str, Any]:
             structured if len(text) <= MAX_STRUCTURED else {"truncated": text[:MAX_STRUCTURED]}
         )
     return result
+
+
+def _audience(block: dict[str, Any]) -> str:
+    """ "user" or "assistant" when the block is meant for that one only (its `audience`
+    annotation); "" when for both, or not said."""
+    annotations = block.get("annotations")
+    audience = annotations.get("audience") if isinstance(annotations, dict) else None
+    if isinstance(audience, list) and len(set(audience)) == 1 and audience[0] in ("user", "assistant"):
+        return str(audience[0])
+    return ""
+
+
+def for_user(block: dict[str, Any]) -> bool:
+    return block.get("audience") != "assistant"
+
+
+def for_model(block: dict[str, Any]) -> bool:
+    return block.get("audience") != "user"
 
 
 def _text(value: Any, limit: int = MAX_TEXT) -> str:
@@ -123,6 +144,8 @@ def model_text(result: Any) -> str:
     parts: list[str] = []
     for block in result["content"]:
         kind = block["type"]
+        if not for_model(block):
+            continue  # meant for the user only (its `audience`): the card shows it
         if kind in ("text", "note"):
             parts.append(str(block.get("text", "")))
         elif kind == "image":
@@ -135,7 +158,7 @@ def model_text(result: Any) -> str:
             parts.append(f"[Link: {block.get('name') or block.get('uri')} <{block.get('uri')}>]")
         elif kind == "resource":
             parts.append(f"[Resource {block.get('uri')}]\n{block.get('text', '')}")
-    if "structuredContent" in result and not any(b["type"] == "text" for b in result["content"]):
+    if "structuredContent" in result and not any(b["type"] == "text" and for_model(b) for b in result["content"]):
         parts.append(json.dumps(result["structuredContent"], ensure_ascii=False, default=str))
     return "\n".join(parts) or "(The tool returned no content.)"
 
@@ -144,7 +167,7 @@ def summary(result: Any) -> str:
     if not is_content_result(result):
         return "Done"
     for block in result["content"]:
-        if block["type"] == "text" and str(block.get("text", "")).strip():
+        if block["type"] == "text" and for_user(block) and str(block.get("text", "")).strip():
             return _plain_line(str(block["text"]).strip().splitlines()[0])
     kinds = [block["type"] for block in result["content"]]
     if "audio" in kinds:

@@ -19,6 +19,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.types import Audio, Image
 from mcp_types import (
+    Annotations,
     BlobResourceContents,
     CallToolResult,
     EmbeddedResource,
@@ -189,6 +190,16 @@ def attachment() -> EmbeddedResource:
 def weather() -> dict[str, object]:
     """Structured content (the SDK also sends it as JSON text)."""
     return {"temperature": 21, "unit": "C"}
+
+
+@server.tool()
+def audiences() -> list[TextContent]:
+    """One block for the user only, one for the model only, one for both."""
+    return [
+        TextContent(type="text", text="For your eyes.", annotations=Annotations(audience=["user"])),
+        TextContent(type="text", text="For the model.", annotations=Annotations(audience=["assistant"])),
+        TextContent(type="text", text="For both."),
+    ]
 
 
 @server.tool()

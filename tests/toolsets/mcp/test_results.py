@@ -83,3 +83,11 @@ async def test_a_result_that_breaks_the_declared_output_schema_is_a_clear_error(
     assert done.error is not None and done.error.type == "execution_error"
     assert "does not match the output schema it declared" in done.error.message
     assert "'hot' is not of type 'number'" in done.error.message
+
+
+async def test_content_meant_for_one_audience_reaches_only_that_one(stdio_server: Any, user: Any) -> None:
+    result = await _result(user, "audiences")
+    assert results.model_text(result) == "For the model.\nFor both."
+    html = str(tool_content.render(result))
+    assert "For your eyes." in html and "For both." in html and "For the model." not in html
+    assert results.summary(result) == "For your eyes."
