@@ -37,6 +37,8 @@ def answer_approval(request: AuthedRequest, approval_id: str) -> HttpResponse:
         return _answer(400, f"The reason must be printable text of at most {approval.MAX_REASON} characters.")
     approved = decision == "approve"
     always = approved and request.POST.get("always") in ("1", "on", "true")
+    if always and found.get("always_allowable") is False:
+        return _answer(400, "This tool asks every time: it cannot be always allowed.")
     if not approval.answer(sync_client(), approval_id, approved=approved, reason=reason, always=always):
         return _answer(409, "This call was already answered.")
     if always:

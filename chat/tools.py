@@ -73,6 +73,8 @@ class ChatToolBox:
         self.client_names = frozenset(t["function"]["name"] for t in self.client_tools)
         # The program a turn was sent by, for the audit log ("openai: token …", "mcp: …").
         self.client = client
+        # (toolset name, instructions) of the offered toolsets that have some, for the prompt.
+        self.instructions: list[tuple[str, str]] = []
 
     def prepare(self) -> None:
         """Decides, once per turn, which selected tools the model is offered: only those of
@@ -81,7 +83,7 @@ class ChatToolBox:
         available = availability.for_user(self.user_id, groups)
         admin_policies = {toolset_id: state.admin_policy for toolset_id, state in available.items()}
         policies = policy.PolicyBook(self.user_id, admin_policies)
-        self._specs, self.skipped = [], []
+        self._specs, self.skipped, self.instructions = [], [], []
         for toolset in all_toolsets().values():
             chosen = set(self.selection.get(toolset.id, []))
             if not chosen:
@@ -90,9 +92,10 @@ class ChatToolBox:
             if not state.usable:
                 self.skipped.append(f"{toolset.name} ({state.reason})")
                 continue
+            offered_before = len(self._specs)
             for tool in toolset.tools:
-                # A tool whose policy is Deny is never offered.
-                if tool.name in chosen and policies.get(toolset, tool).policy != policy.DENY:
+                # A tool whose policy is Deny, or that is held, is never offered.
+                if tool.name in chosen and not tool.held and policies.get(toolset, tool).policy != policy.DENY:
                     self._specs.append(
                         {
                             "type": "function",
@@ -103,6 +106,8 @@ class ChatToolBox:
                             },
                         }
                     )
+            if toolset.instructions and len(self._specs) > offered_before:
+                self.instructions.append((toolset.name, toolset.instructions))
         self._offer_agents(available, groups)
         self._offered = {spec["function"]["name"] for spec in self._specs}
         self._specs.extend(self.client_tools)

@@ -191,7 +191,7 @@ async def _run_claimed(turn: Turn, redis: Any, watch: TurnWatch) -> None:
             tool_budget=tool_budget(app),
             budget=budget,
         )
-        instructions = system_prompt(timezone.now(), user_name(chat.owner))
+        instructions = system_prompt(timezone.now(), user_name(chat.owner), toolbox.instructions)
         if agent_spec is not None:
             instructions = f"{agent_spec.instructions}\n\n{instructions}"
         if api.get("system"):

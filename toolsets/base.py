@@ -87,6 +87,15 @@ class Tool:
     # effects. Public results may be shared between users (never between credentials).
     cache_ttl_s: int = 0
     cache_public: bool = False
+    # False for a tool that must be asked about on every call (an MCP tool its server calls
+    # destructive): the approval card offers no "Always allow this tool in this chat".
+    always_allowable: bool = True
+    # Short notes its cards show next to its name (an MCP tool its server says reaches the open
+    # world: "Reaches outside services").
+    hints: tuple[str, ...] = ()
+    # Why the tool may not run now, whatever its policy (an MCP tool whose definition changed
+    # on the server until an admin reviews it): it is not offered, and a call fails with this.
+    held: str = ""
 
     def __post_init__(self) -> None:
         if self.policy not in ("", *POLICIES):
@@ -138,6 +147,9 @@ class Toolset:
     # The tools reach one server (an MCP server): besides each tool's own circuit breaker, the
     # failures of all of them count against one breaker for the whole toolset.
     shared_breaker: bool = False
+    # What the toolset's provider asks the model to know when its tools are offered (an MCP
+    # server's `instructions`, already cleaned and capped): added to the system prompt.
+    instructions: str = ""
 
     @property
     def label(self) -> str:

@@ -343,6 +343,16 @@ def match_units(message: str) -> Iterable[Intent]:
     return match(message)
 
 
+_MCP_TOOL_RE = re.compile(r"\buse the ([a-z][a-z0-9_]{0,63}) tool\b", re.IGNORECASE)
+
+
+def match_mcp_tool(message: str) -> Iterator[Intent]:
+    # "use the picture tool": an MCP server's tool without arguments, on whichever MCP toolset
+    # offers it (offered_name) — how a demo shows any server's results on its cards.
+    for match in _MCP_TOOL_RE.finditer(message):
+        yield Intent(match.group(1).lower(), "mcp_", {}, match.start())
+
+
 INTENT_MATCHERS: list[Matcher] = [
     match_time,
     match_arithmetic,
@@ -350,6 +360,7 @@ INTENT_MATCHERS: list[Matcher] = [
     match_fetch,
     match_workspace,
     match_units,
+    match_mcp_tool,
 ]
 
 

@@ -20,6 +20,7 @@ def approval(request: ApprovalRequest) -> dict[str, Any]:
         "id": request.id,
         "url": reverse("chat:approval", args=[request.id]),
         "display_name": request.display_name,
+        "always_allowable": request.always_allowable,
         "arguments": pretty_json(request.arguments),
         "deadline": deadline.isoformat(),
         "deadline_text": deadline.strftime("%H:%M UTC"),

@@ -9,9 +9,10 @@ from django.urls import reverse
 
 from toolsets.availability import DISABLED_BY_ADMIN
 from toolsets.base import humanize, split_qualified_name
+from toolsets.mcp.results import is_content_result
 from toolsets.registry import get_toolset, resolve
 
-from .. import dom, summaries, tool_content
+from .. import dom, summaries
 from ..agents.base import DELEGATE_PREFIX
 from ..agents.registry import builtin_agents
 from .approval import cached_text
@@ -106,13 +107,15 @@ def card(
         "name": name,
         "call_id": call_id,
         "display_name": display_name,
+        "hints": list(tool.hints) if tool is not None else [],
         "status": status,
         "status_label": STATUS_LABELS.get(status, status),
         "summary": summary,
         "arguments": "" if _no_arguments(arguments) else pretty_json(arguments),
         "result": result_text[:RESULT_DISPLAY_LIMIT],
-        # Content blocks (MCP tools) render by type instead of as JSON.
-        "content_html": tool_content.render(result) if result is not None else None,
+        # Content blocks (MCP tools) render by type instead of as JSON, when the card is rendered
+        # (chat/templatetags/tool_content.py): a card is kept as JSON.
+        "content": result if is_content_result(result) else None,
         "result_truncated": truncated,
         "full_result_url": reverse("toolsets:execution", args=[execution_id]) if truncated and execution_id else "",
         "error": error,
@@ -132,7 +135,7 @@ def card(
     # its arguments (or anything else) are known.
     view["has_body"] = any(
         view[key] for key in ("delegation", "connect_url", "arguments", "approval", "error", "result", "cached_text")
-    ) or bool(view["content_html"] or duration_ms is not None)
+    ) or bool(view["content"] or duration_ms is not None)
     return view
 
 

@@ -26,11 +26,19 @@ def logged_in(user: Any, *, csrf: bool = False) -> Client:
     return client
 
 
-def waiting(user: Any, demo_model: Any, *, status: str = Turn.Status.RUNNING) -> tuple[Chat, ApprovalRequest]:
+def waiting(
+    user: Any, demo_model: Any, *, status: str = Turn.Status.RUNNING, always_allowable: bool = True
+) -> tuple[Chat, ApprovalRequest]:
     chat = Chat.objects.create(owner=user, model=demo_model)
     turn = Turn.objects.create(chat=chat, model=demo_model, status=status)
     request = ApprovalRequest(
-        "workspace", "create_task", "toolset__workspace__create_task", "Workspace: Create task", {}, 60
+        "workspace",
+        "create_task",
+        "toolset__workspace__create_task",
+        "Workspace: Create task",
+        {},
+        60,
+        always_allowable=always_allowable,
     )
 
     async def open_it() -> None:
@@ -57,6 +65,15 @@ def test_the_owner_approves_once(user: Any, demo_model: Any) -> None:
     again = client.post(f"/approvals/{request.id}/", {"decision": "deny"})
     assert again.status_code == 409
     assert answer_of(request)["approved"] is True  # type: ignore[index]
+
+
+def test_a_tool_that_asks_every_time_cannot_be_always_allowed(user: Any, demo_model: Any) -> None:
+    _, request = waiting(user, demo_model, always_allowable=False)
+    client = logged_in(user)
+    refused = client.post(f"/approvals/{request.id}/", {"decision": "approve", "always": "1"})
+    assert refused.status_code == 400 and "asks every time" in refused.json()["message"]
+    assert answer_of(request) is None and not ChatToolAllowance.objects.exists()
+    assert client.post(f"/approvals/{request.id}/", {"decision": "approve"}).status_code == 200
 
 
 def test_a_denial_carries_its_reason_and_never_an_allowance(user: Any, demo_model: Any) -> None:

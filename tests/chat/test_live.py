@@ -4,6 +4,7 @@ whole, and published state first, then the fragment, with consecutive sequence n
 from __future__ import annotations
 
 import asyncio
+import base64
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -214,3 +215,25 @@ def test_an_interrupted_turn_leaves_its_approval_card_stopped() -> None:
     turn.interrupt("The worker stopped.")
     assert step.cards[0] == {"status": "cancelled", "approval": None}
     assert step.cards[1]["status"] == "success"
+
+
+# --- a card read back from the stored state ------------------------------------------------------
+
+
+def test_a_card_with_an_image_renders_the_same_after_the_state_is_read_back(db: Any) -> None:
+    # A page that syncs mid-turn (a reconnect, a missed fragment) renders the turn from the
+    # stored state: an image a tool returned must be there as in the pushed card.
+    from chat.presenters import card, card_fragment
+    from tests.toolsets.mcp.server import PIXEL
+
+    data = base64.b64encode(PIXEL).decode()
+    result = {"content": [{"type": "image", "mimeType": "image/png", "data": data}]}
+    turn = LiveTurn(TURN_ID, CHAT_ID)
+    turn.start_step(0).cards = [
+        card(TURN_ID, 0, 0, name="toolset__mcp_t1__picture", status="success", result=result, duration_ms=5)
+    ]
+    pushed = card_fragment(turn.step(0).cards[0])
+    again = LiveTurn.from_json(turn.to_json())
+    reloaded = card_fragment(again.step(0).cards[0])
+    assert '<img class="tc-image"' in pushed
+    assert reloaded == pushed

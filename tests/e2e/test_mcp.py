@@ -33,6 +33,8 @@ def add_server_as_admin(browser: Browser, base_url: str) -> None:
     admin.select_option("#id_transport", "stdio")
     admin.fill("#id_command", sys.executable)
     admin.fill("#id_args", json.dumps([str(EXAMPLE_SCRIPT)]))
+    # Tessera's own example server: its read-only tools may run without asking.
+    admin.check("#id_trust_annotations")
     admin.get_by_role("button", name="Save", exact=True).click()
     expect(admin.locator(".messagelist")).to_contain_text("added successfully")
     admin.get_by_role("checkbox", name="Select this object for an action - Converter").check()

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import difflib
+import json
 import re
 from typing import Any
 
@@ -12,6 +14,7 @@ from django.utils.html import format_html, format_html_join
 from core import redact
 from core.crypto import mask
 
+from .catalog import approve
 from .discovery import refresh
 from .models import MCPServer, OAuthGrant
 
@@ -82,6 +85,8 @@ class MCPServerForm(forms.ModelForm):
             "credential_format",
             "oauth_scopes",
             "timeout_s",
+            "trust_annotations",
+            "use_instructions",
         ]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -119,12 +124,23 @@ class MCPServerForm(forms.ModelForm):
 @admin.register(MCPServer)
 class MCPServerAdmin(admin.ModelAdmin):
     form = MCPServerForm
-    list_display = ["name", "slug", "transport", "enabled", "credential", "tool_count", "health", "tools_refreshed_at"]
+    list_display = [
+        "name",
+        "slug",
+        "transport",
+        "enabled",
+        "credential",
+        "tool_count",
+        "held_count",
+        "protocol_version",
+        "health",
+        "tools_refreshed_at",
+    ]
     list_filter = ["enabled", "transport", "credential", "groups"]
     filter_horizontal = ["groups"]
     search_fields = ["name", "slug", "url", "command"]
-    actions = ["test_and_refresh"]
-    readonly_fields = ["server_identity", "tool_list", "health", "tools_refreshed_at"]
+    actions = ["test_and_refresh", "accept_held_tools"]
+    readonly_fields = ["server_identity", "instructions", "held_review", "tool_list", "health", "tools_refreshed_at"]
     fieldsets = [
         (None, {"fields": ["name", "slug", "description", "enabled", "groups"]}),
         ("Connection", {"fields": ["transport", "url", "command", "args", "env_text", "headers_text", "timeout_s"]}),
@@ -132,7 +148,22 @@ class MCPServerAdmin(admin.ModelAdmin):
             "Credentials",
             {"fields": ["credential", "credential_header", "credential_format", "oauth_scopes"]},
         ),
-        ("Tools", {"fields": ["allowed_tools_text", "server_identity", "tool_list", "tools_refreshed_at", "health"]}),
+        (
+            "Tools",
+            {
+                "fields": [
+                    "allowed_tools_text",
+                    "trust_annotations",
+                    "use_instructions",
+                    "server_identity",
+                    "instructions",
+                    "held_review",
+                    "tool_list",
+                    "tools_refreshed_at",
+                    "health",
+                ]
+            },
+        ),
     ]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
@@ -147,9 +178,40 @@ class MCPServerAdmin(admin.ModelAdmin):
     def tool_count(self, obj: MCPServer) -> int:
         return len(obj.tools or [])
 
+    @admin.display(description="held")
+    def held_count(self, obj: MCPServer) -> int:
+        return len(obj.held_tools())
+
     @admin.display(description="server")
     def server_identity(self, obj: MCPServer) -> str:
-        return f"{obj.server_name} {obj.server_version}".strip() or "—"
+        identity = f"{obj.server_name} {obj.server_version}".strip() or "—"
+        return f"{identity} (protocol {obj.protocol_version})" if obj.protocol_version else identity
+
+    @admin.display(description="held tools (not run until you accept them)")
+    def held_review(self, obj: MCPServer) -> str:
+        """What changed, as a diff of the approved definition against the server's current one
+        (escaped: it is the server's text)."""
+        held = obj.held_tools()
+        if not held:
+            return "— (every listed tool is as approved)"
+        listed = {t["name"]: t for t in obj.tools if isinstance(t, dict)}
+        approved = obj.approved_tools if isinstance(obj.approved_tools, dict) else {}
+        items = []
+        for name, why in sorted(held.items()):
+            before = json.dumps(approved.get(name, {}), indent=2, sort_keys=True).splitlines()
+            after = json.dumps(listed[name], indent=2, sort_keys=True).splitlines()
+            diff = "\n".join(difflib.unified_diff(before, after, "approved", "listed now", lineterm="", n=2))
+            items.append((name, why, diff))
+        rows = format_html_join(
+            "",
+            '<li data-held-tool="{}"><code>{}</code> — {}<pre class="mcp-diff">{}</pre></li>',
+            ((name, name, why, diff) for name, why, diff in items),
+        )
+        return format_html(
+            "<ul>{}</ul><p>Select the server in the list and run “Accept held tool definitions” to let them "
+            "run as listed now.</p>",
+            rows,
+        )
 
     @admin.display(description="tools the server lists")
     def tool_list(self, obj: MCPServer) -> str:
@@ -173,6 +235,15 @@ class MCPServerAdmin(admin.ModelAdmin):
         if obj.enabled:
             ok, text = refresh(obj, request.user.pk)
             self.message_user(request, text, messages.SUCCESS if ok else messages.WARNING)
+
+    @admin.action(description="Accept held tool definitions")
+    def accept_held_tools(self, request: HttpRequest, queryset: QuerySet[MCPServer]) -> None:
+        for server in queryset:
+            accepted = approve(server)
+            if accepted:
+                self.message_user(request, f"{server.name}: accepted {', '.join(accepted)}.", messages.SUCCESS)
+            else:
+                self.message_user(request, f"{server.name}: no held tools.", messages.INFO)
 
     @admin.action(description="Test connection / refresh tools")
     def test_and_refresh(self, request: HttpRequest, queryset: QuerySet[MCPServer]) -> None:

@@ -43,6 +43,7 @@ MAX_TOOLS = 200
 MAX_DESCRIPTION = 1000
 MAX_TITLE = 80
 MAX_SCHEMA_BYTES = 20_000
+MAX_INSTRUCTIONS = 2000
 UNREACHABLE = "Server unreachable"
 
 
@@ -179,7 +180,12 @@ def _toolset(server: MCPServer, spec: ServerSpec, health: Health) -> Toolset:
     if server.allowed_tools:
         listed = [t for t in listed if t["name"] in server.allowed_tools]
     keys = names.tool_keys(server.toolset_id, [t["name"] for t in listed])
-    tools = [_tool(spec, keys[t["name"]], t) for t in listed]
+    held = server.held_tools()
+    approved = server.approved_tools if isinstance(server.approved_tools, dict) else {}
+    tools = [
+        _tool(spec, keys[t["name"]], approved.get(t["name"]) or t, held.get(t["name"], ""), server.trust_annotations)
+        for t in listed
+    ]
     oauth = server.credential == MCPServer.Credential.OAUTH
     server_id = server.pk
     return Toolset(
@@ -202,10 +208,20 @@ def _toolset(server: MCPServer, spec: ServerSpec, health: Health) -> Toolset:
         card_template="toolsets/mcp/_card.html",
         # One server behind all the tools: its failures also open one breaker for all of them.
         shared_breaker=True,
+        instructions=server.instructions if server.use_instructions else "",
     )
 
 
-def _tool(spec: ServerSpec, key: str, listed: dict[str, Any]) -> Tool:
+HELD = {
+    "changed": "is held: its server changed the tool's definition since an admin approved it, so it does "
+    "not run until an admin reviews the change.",
+    "new": "is held: its server added it after an admin last looked, so it does not run until an admin reviews it.",
+}
+
+
+def _tool(spec: ServerSpec, key: str, listed: dict[str, Any], held: str, trusted: bool) -> Tool:
+    """`listed` is the approved definition when there is one: a held tool shows (and would be
+    described to the model with) what the admin saw, never the server's new words."""
     original = listed["name"]
 
     async def call(ctx: ToolContext, /, **arguments: Any) -> dict[str, Any]:
@@ -219,6 +235,9 @@ def _tool(spec: ServerSpec, key: str, listed: dict[str, Any]) -> Tool:
         await client.connect(spec, ctx)
 
     annotations = listed.get("annotations") or {}
+    # Annotations are claims of an untrusted server: only an admin's trust lets "read-only" run
+    # a tool without asking. A claim that asks for more care (destructive) is always heeded.
+    read_only = trusted and annotations.get("readOnlyHint") is True
     return Tool(
         func=call,
         name=key,
@@ -226,9 +245,12 @@ def _tool(spec: ServerSpec, key: str, listed: dict[str, Any]) -> Tool:
         description=listed.get("description") or humanize(original),
         parameters=listed.get("inputSchema") or {"type": "object"},
         timeout_s=spec.timeout_s,
-        # Only a tool the server calls read-only is retried after a transient failure, and runs
-        # without asking: the others' policy defaults to Ask (toolsets.policy).
-        side_effects=annotations.get("readOnlyHint") is not True,
+        # Only a tool of a trusted server that calls it read-only is retried after a transient
+        # failure, and runs without asking: the others' policy defaults to Ask (toolsets.policy).
+        side_effects=not read_only,
+        always_allowable=annotations.get("destructiveHint") is not True,
+        hints=("Reaches outside services",) if annotations.get("openWorldHint") is True else (),
+        held=HELD.get(held, ""),
         summarize=results.summary,
         wants_context=True,
         prepare=connect,
@@ -264,6 +286,12 @@ def clean_tools(listed: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], lis
             continue
         if len(kept) >= MAX_TOOLS:
             skipped.append(f"{name}: more than {MAX_TOOLS} tools")
+            continue
+        execution = item.get("execution")
+        if isinstance(execution, dict) and execution.get("taskSupport") == "required":
+            # Tessera does not run tasks (2025-11-25's task-augmented calls): a plain call of
+            # such a tool would only be refused.
+            skipped.append(f"{name}: it runs only as a task, which Tessera does not support")
             continue
         problem = schema_problem(item.get("inputSchema"))
         if problem:
@@ -318,16 +346,47 @@ def _remote_ref(value: Any) -> bool:
 # --- Writes from connections (called in a thread) ----------------------------------------------
 
 
-def store_tools(server_id: int, listed: list[dict[str, Any]], server_info: dict[str, Any] | None = None) -> list[str]:
+def store_tools(
+    server_id: int, listed: list[dict[str, Any]], server_info: dict[str, Any] | None = None, *, reviewed: bool = False
+) -> list[str]:
+    """Stores what the server listed. Definitions are pinned: a new tool is approved when an
+    admin is looking (`reviewed`: their Test connection) or on the server's very first listing;
+    a changed one never is here (see `approve`)."""
     kept, skipped = clean_tools(listed)
     fields: dict[str, Any] = {"tools": kept, "tools_refreshed_at": timezone.now()}
+    row = MCPServer.objects.filter(pk=server_id).values("approved_tools", "tools_refreshed_at").first()
+    if row is not None:
+        approved = dict(row["approved_tools"]) if isinstance(row["approved_tools"], dict) else {}
+        first_listing = not approved and row["tools_refreshed_at"] is None
+        if reviewed or first_listing:
+            approved.update({t["name"]: t for t in kept if t["name"] not in approved})
+            fields["approved_tools"] = approved
     if server_info is not None:
         fields["server_name"] = clean_text(server_info.get("name"), 200)
         fields["server_version"] = clean_text(server_info.get("version"), 100)
+        fields["instructions"] = clean_text(server_info.get("instructions"), MAX_INSTRUCTIONS)
+        if server_info.get("protocol_version"):
+            fields["protocol_version"] = clean_text(server_info["protocol_version"], 20)
     # update(), not save(): the row's version (updated_at) stays, so live connections are kept.
     MCPServer.objects.filter(pk=server_id).update(**fields)
     invalidate()
     return skipped
+
+
+def approve(server: MCPServer, names_: list[str] | None = None) -> list[str]:
+    """An admin accepts the listed definitions of held tools (all, or those named): they are
+    pinned as they are now. Returns the names accepted."""
+    held = server.held_tools()
+    chosen = [n for n in held if names_ is None or n in names_]
+    if not chosen:
+        return []
+    listed = {t["name"]: t for t in server.tools if isinstance(t, dict)}
+    approved = dict(server.approved_tools) if isinstance(server.approved_tools, dict) else {}
+    approved.update({n: listed[n] for n in chosen})
+    server.approved_tools = approved
+    MCPServer.objects.filter(pk=server.pk).update(approved_tools=approved)
+    invalidate()
+    return chosen
 
 
 def record_health(server_id: int, error: str | None) -> bool:

@@ -10,11 +10,16 @@ chat.worker_loop), shared by every turn the loop runs.
   one that dies fails the calls it had in flight ("closed the connection") — never anything
   else on the loop. Cancelling a call (the executor's timeout, Stop) cancels the request: the
   SDK sends the protocol's `notifications/cancelled` before the cancellation goes on.
-- `notifications/tools/list_changed` makes the connection list the tools again and store them.
+- A tool-list change makes the connection list the tools again and store them: the handshake
+  era's `notifications/tools/list_changed`, or a 2026 server's `subscriptions/listen` stream.
+- Sessions heal: a handshake-era server that no longer knows the session (restarted, reaped:
+  404 "session not found", 400 "no valid session") gets a new one, and the call that it refused
+  (so cannot have run) is sent once more; a pooled session idle for a while is pinged first.
 
 The protocol is the official SDK's (`mcp.Client` over its stdio, streamable HTTP and SSE
-transports), in the handshake (2025) era: list changes, progress and cancellation then work
-the same over every transport, as servers in the field implement them.
+transports) in its dual-era mode: each server is spoken to in the newest revision it supports,
+2026-07-28 (stateless: `server/discover`, no session to lose) or else the handshake
+(2025-11-25 and older). List results are cached by the server's hints (ttlMs, cacheScope).
 """
 
 from __future__ import annotations
@@ -36,7 +41,18 @@ from .connection import CONNECT_TIMEOUT_S, Access, Connection, list_all_tools
 from .errors import auth_failure, describe, leaves
 from .models import MCPServer
 
-__all__ = ["Access", "access_for", "call_tool", "close_all", "connect", "describe", "discover", "leaves", "pool"]
+__all__ = [
+    "Access",
+    "access_for",
+    "call_tool",
+    "close_all",
+    "connect",
+    "describe",
+    "discover",
+    "leaves",
+    "pool",
+    "read_resource",
+]
 
 IDLE_CLOSE_S = 600.0
 MAX_CONNECTIONS = 64
@@ -66,10 +82,26 @@ async def call_tool(spec: ServerSpec, name: str, arguments: dict[str, Any], ctx:
     connection = pool().connection(spec, access)
     progress = _progress_reporter(ctx)
     raw = await connection.call(name, arguments, progress, spec.timeout_s)
-    shaped = results.shape(raw)
+    shaped = results.shape(raw, server=spec.toolset_id)
     if raw.get("isError"):
         raise ToolFailure(results.model_text(shaped)[:4000] or f"{spec.name} reported an error without details.")
     return shaped
+
+
+async def read_resource(spec: ServerSpec, uri: str, user_id: int, token: str) -> list[dict[str, Any]]:
+    """A resource's contents as `user_id` may read them (with their credential), each shaped
+    like a tool's content block (`results.shape`). A connection of its own, closed after: a web
+    request has no lasting event loop to pool one in."""
+    connection = Connection(spec, access_for(spec, user_id, token))
+    try:
+        raw = await connection.read_resource(uri, spec.timeout_s)
+    finally:
+        await connection.close()
+    found = raw.get("contents")
+    contents: list[Any] = found if isinstance(found, list) else []
+    shaped = results.shape({"content": [{"type": "resource", "resource": c} for c in contents]}, server=spec.toolset_id)
+    blocks: list[dict[str, Any]] = shaped["content"]
+    return blocks
 
 
 async def connect(spec: ServerSpec, ctx: ToolContext) -> None:
@@ -157,6 +189,9 @@ class Discovery:
     server_name: str
     server_version: str
     tools: list[dict[str, Any]]
+    # The revision the server is spoken to in: 2026-07-28 (stateless) or a handshake-era one.
+    protocol_version: str = ""
+    instructions: str = ""
 
 
 async def discover(spec: ServerSpec, access: Access, timeout: float = CONNECT_TIMEOUT_S) -> Discovery:  # noqa: ASYNC109
@@ -168,6 +203,8 @@ async def discover(spec: ServerSpec, access: Access, timeout: float = CONNECT_TI
             async with AsyncExitStack() as stack:
                 client = await stack.enter_async_context(connection._client(stack))
                 info = client.server_info
+                version = client.protocol_version
+                instructions = client.instructions or ""
                 listed = await list_all_tools(client)
     except TimeoutError:
         raise ConnectionError(f"The server did not answer within {timeout:g} s.") from None
@@ -177,4 +214,10 @@ async def discover(spec: ServerSpec, access: Access, timeout: float = CONNECT_TI
                 f"The server refused the credential (HTTP {connection._last_status or 401})."
             ) from None
         raise ConnectionError(describe(exc)) from None
-    return Discovery(server_name=info.name if info else "", server_version=info.version if info else "", tools=listed)
+    return Discovery(
+        server_name=info.name if info else "",
+        server_version=info.version if info else "",
+        tools=listed,
+        protocol_version=version,
+        instructions=instructions,
+    )

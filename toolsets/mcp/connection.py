@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from types import TracebackType
@@ -18,11 +18,13 @@ import httpx2
 import mcp_types as types
 from channels.db import database_sync_to_async
 from mcp.client import Client
+from mcp.client.caching import CacheConfig
 from mcp.client.sse import sse_client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+from mcp_types import CONNECTION_CLOSED, INVALID_REQUEST, REQUEST_TIMEOUT
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolsets.base import ToolFailure
 
@@ -40,6 +42,19 @@ BACKOFF_MAX_S = 60.0
 STABLE_AFTER_S = 60.0
 MAX_TOOL_PAGES = 20
 HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
+# A pooled handshake-era session idle this long is pinged before a call relies on it.
+CHECK_IDLE_AFTER_S = 30.0
+PING_TIMEOUT_S = 5.0
+# How servers say a session id is no longer theirs: the SDK's transport turns a bare 404 into
+# "Session terminated", the Python SDK's servers answer "Session not found", the TypeScript
+# SDK's "No valid session ID provided" (HTTP 400).
+_SESSION_LOST = ("session terminated", "session not found", "no valid session", "invalid session")
+
+
+def session_lost(exc: MCPError) -> bool:
+    """The server rejected a request because of its session id: it cannot have run it."""
+    text = exc.message.lower()
+    return exc.code in (INVALID_REQUEST, -32000, -32001) and any(part in text for part in _SESSION_LOST)
 
 
 @dataclass(frozen=True)
@@ -69,6 +84,7 @@ class Connection:
         self._last_status = 0
         self._refresh: asyncio.Task[None] | None = None
         self._refresh_again = False
+        self._renew_now = False
 
     # The caller's side.
 
@@ -79,24 +95,88 @@ class Connection:
         progress: Any,
         timeout: float,  # noqa: ASYNC109 - a per-request read timeout the SDK applies
     ) -> dict[str, Any]:
-        client = await self.ready(min(timeout, CONNECT_TIMEOUT_S))
-        self.active += 1
-        self.last_used = asyncio.get_running_loop().time()
-        try:
-            # The read timeout is a backstop behind the executor's own (which cancels the call
-            # and so sends the cancellation): a server must not keep a request for ever.
-            result = await client.session.call_tool(
+        # The read timeout is a backstop behind the executor's own (which cancels the call and
+        # so sends the cancellation): a server must not keep a request for ever.
+        return await self._request(
+            lambda client: client.call_tool(
                 name, arguments, read_timeout_seconds=timeout + 5, progress_callback=progress
-            )
-        except MCPError as exc:
-            raise self._failure(exc) from None
-        except (httpx2.HTTPError, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
-            self._ended.set()
-            raise ToolFailure(f"{self.spec.name}: the connection failed ({describe(exc)}).", retryable=True) from None
-        finally:
-            self.active -= 1
-        data: dict[str, Any] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
-        return data
+            ),
+            timeout,
+        )
+
+    async def read_resource(self, uri: str, timeout: float) -> dict[str, Any]:  # noqa: ASYNC109
+        """`resources/read` (a resource link opened from a card)."""
+        return await self._request(lambda client: client.read_resource(uri), timeout)
+
+    async def _request(self, send: Callable[[Client], Awaitable[Any]], timeout: float) -> dict[str, Any]:  # noqa: ASYNC109
+        await self.check()
+        for attempt in (1, 2):
+            client = await self.ready(min(timeout, CONNECT_TIMEOUT_S))
+            self.active += 1
+            self.last_used = asyncio.get_running_loop().time()
+            try:
+                result = await send(client)
+            except MCPError as exc:
+                if attempt == 1 and session_lost(exc):
+                    # The server refused the request for its session id, so it did not run it: a
+                    # new session (a restarted server, an idle reap) and the same request once more.
+                    log.info("MCP server %s lost the session; starting a new one", self.spec.name)
+                    self._renew()
+                    continue
+                raise self._failure(exc) from None
+            except RuntimeError as exc:
+                # The SDK checks a result against the tool's declared outputSchema and raises
+                # this; anything else it raises this way is the connection's own failure.
+                text = str(exc)
+                if "output schema" in text or "structured content" in text:
+                    raise ToolFailure(
+                        f"{self.spec.name}: the tool's result does not match the output schema it declared "
+                        f"({catalog.clean_text(text, 300)})."
+                    ) from None
+                raise
+            except (httpx2.HTTPError, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+                self._ended.set()
+                raise ToolFailure(
+                    f"{self.spec.name}: the connection failed ({describe(exc)}).", retryable=True
+                ) from None
+            finally:
+                self.active -= 1
+            data: dict[str, Any] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+            return data
+        raise AssertionError("unreachable")  # pragma: no cover - the second attempt returns or raises
+
+    def _renew(self) -> None:
+        """Ends the current session and lets the next `ready()` open a new one at once: a lost
+        session is not the server failing, so no backoff."""
+        self._renew_now = True
+        self._ended.set()
+
+    @property
+    def protocol_version(self) -> str:
+        client = self.client
+        return client.protocol_version if client is not None else ""
+
+    async def check(self) -> None:
+        """Makes sure a pooled handshake-era HTTP session is still alive before a call uses it,
+        when it sat idle long enough for the server to have been restarted or to have reaped it.
+        A 2026 server has no session (each request stands alone) and stdio's end is watched."""
+        client = self.client
+        if (
+            client is None
+            or self._ended.is_set()
+            or self.spec.transport == MCPServer.Transport.STDIO
+            or client.protocol_version in MODERN_PROTOCOL_VERSIONS
+            or asyncio.get_running_loop().time() - self.last_used < CHECK_IDLE_AFTER_S
+        ):
+            return
+        try:
+            with anyio.fail_after(PING_TIMEOUT_S):
+                await client.session.send_ping()
+        except Exception as exc:  # any failure: the session is not worth keeping
+            log.info("MCP server %s: pooled session failed its check (%s)", self.spec.name, describe(exc))
+            self._renew()
+        else:
+            self.last_used = asyncio.get_running_loop().time()
 
     def _failure(self, exc: MCPError) -> ToolFailure:
         if self._last_status in (401, 403):
@@ -187,6 +267,13 @@ class Connection:
                 async with AsyncExitStack() as stack:
                     async with asyncio.timeout(CONNECT_TIMEOUT_S):
                         client = await stack.enter_async_context(self._client(stack))
+                    if self._listens(client):
+                        # Listening before the first call: a change that call causes is seen.
+                        listening = asyncio.Event()
+                        listener = loop.create_task(self._listen(client, listening))
+                        stack.callback(listener.cancel)
+                        with contextlib.suppress(TimeoutError):
+                            await asyncio.wait_for(listening.wait(), PING_TIMEOUT_S)
                     self.client, up_at = client, loop.time()
                     attempt.set_result(client)
                     await self._health(None)
@@ -212,8 +299,12 @@ class Connection:
             if self.closed:
                 break
             stable = up_at is not None and loop.time() - up_at > STABLE_AFTER_S
-            self._failures = 1 if stable else self._failures + 1
-            self._next_start = loop.time() + min(BACKOFF_MAX_S, BACKOFF_START_S * 2 ** (self._failures - 1))
+            if self._renew_now and up_at is not None:
+                self._renew_now = False
+                self._next_start = loop.time()
+            else:
+                self._failures = 1 if stable else self._failures + 1
+                self._next_start = loop.time() + min(BACKOFF_MAX_S, BACKOFF_START_S * 2 ** (self._failures - 1))
             self._last_error = error or "the connection ended"
             if up_at is None and not auth_failed:
                 # Only a failed connection attempt makes a server unreachable: one that ended
@@ -234,8 +325,12 @@ class Connection:
     async def _client(self, stack: AsyncExitStack) -> AsyncIterator[Client]:
         async with Client(
             _Watched(self._transport(stack), self._ended),
-            mode="legacy",
-            cache=None,
+            # The newest revision the server speaks: `server/discover` (2026-07-28, stateless),
+            # else the handshake (2025-11-25 and older).
+            mode="auto",
+            # The SDK's cache honours the server's ttlMs/cacheScope hints on list results and
+            # drops entries on change notifications.
+            cache=CacheConfig(),
             message_handler=self._on_message,
             client_info=CLIENT_INFO,
         ) as client:
@@ -255,6 +350,7 @@ class Connection:
             elif response.status_code < 300:
                 self._last_status = 0
 
+        hooks = self._event_hooks(note_status)
         if spec.transport == MCPServer.Transport.SSE:
 
             def factory(
@@ -263,15 +359,24 @@ class Connection:
                 auth: httpx2.Auth | None = None,
             ) -> httpx2.AsyncClient:
                 return httpx2.AsyncClient(
-                    headers=headers, timeout=timeout or HTTP_TIMEOUT, auth=auth, event_hooks={"response": [note_status]}
+                    headers=headers, timeout=timeout or HTTP_TIMEOUT, auth=auth, event_hooks=hooks
                 )
 
             return sse_client(spec.url, headers=headers, auth=auth, httpx_client_factory=factory)
-        http = httpx2.AsyncClient(
-            headers=headers, auth=auth, timeout=HTTP_TIMEOUT, event_hooks={"response": [note_status]}
-        )
+        http = httpx2.AsyncClient(headers=headers, auth=auth, timeout=HTTP_TIMEOUT, event_hooks=hooks)
         stack.push_async_callback(http.aclose)
         return streamable_http_client(spec.url, http_client=http)
+
+    def _event_hooks(self, on_response: Any) -> dict[str, list[Any]]:
+        hooks: dict[str, list[Any]] = {"response": [on_response]}
+        if self.spec.credential == MCPServer.Credential.OAUTH:
+            from . import oauth
+
+            # The OAuth provider's own requests (metadata, the token endpoint when it refreshes)
+            # go through this client: the same address checks as the user's Connect, so a
+            # server's metadata cannot point a worker at its own network.
+            hooks["request"] = [oauth.guard_hook(self.spec)]
+        return hooks
 
     def _auth(self) -> httpx2.Auth | None:
         if self.spec.credential != MCPServer.Credential.OAUTH or self.access.user_id is None:
@@ -282,12 +387,42 @@ class Connection:
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, types.ToolListChangedNotification):
-            if self._refresh is not None and not self._refresh.done():
-                self._refresh_again = True
-            else:
-                self._refresh = asyncio.get_running_loop().create_task(self._refresh_tools())
+            self._tools_changed()
         elif isinstance(message, Exception):
             log.info("MCP server %s: %s", self.spec.name, describe(message))
+
+    @staticmethod
+    def _listens(client: Client) -> bool:
+        tools = client.server_capabilities.tools
+        return client.protocol_version in MODERN_PROTOCOL_VERSIONS and bool(tools and tools.list_changed)
+
+    async def _listen(self, client: Client, listening: asyncio.Event) -> None:
+        """A 2026 server's change notifications come on a `subscriptions/listen` stream the
+        client opens (the handshake era's arrive unasked, see `_on_message`). The stream has no
+        replay: after a drop, listen again and list again."""
+        pause = BACKOFF_START_S
+        while not self._ended.is_set():
+            try:
+                async with client.listen(tools_list_changed=True) as subscription:
+                    pause = BACKOFF_START_S
+                    if listening.is_set():
+                        self._tools_changed()  # events may have been missed while it was down
+                    listening.set()
+                    async for _event in subscription:
+                        self._tools_changed()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.info("MCP server %s: change stream ended (%s)", self.spec.name, describe(exc))
+            listening.set()
+            await asyncio.sleep(pause)
+            pause = min(BACKOFF_MAX_S, pause * 2)
+
+    def _tools_changed(self) -> None:
+        if self._refresh is not None and not self._refresh.done():
+            self._refresh_again = True
+        else:
+            self._refresh = asyncio.get_running_loop().create_task(self._refresh_tools())
 
     async def _refresh_tools(self) -> None:
         while True:
@@ -296,7 +431,7 @@ class Connection:
             if client is None:
                 return
             try:
-                listed = await list_all_tools(client)
+                listed = await list_all_tools(client, fresh=True)
                 await database_sync_to_async(catalog.store_tools, thread_sensitive=False)(self.spec.id, listed)
             except Exception:
                 log.warning("Refreshing the tools of %s failed", self.spec.name, exc_info=True)
@@ -377,11 +512,13 @@ def _quiet_future(loop: asyncio.AbstractEventLoop) -> asyncio.Future[Client]:
     return future
 
 
-async def list_all_tools(client: Client) -> list[dict[str, Any]]:
+async def list_all_tools(client: Client, fresh: bool = False) -> list[dict[str, Any]]:
+    """Every page of the server's tools (bounded); `fresh` skips the hint-driven cache, as after a
+    change notification."""
     listed: list[dict[str, Any]] = []
     cursor: str | None = None
     for _ in range(MAX_TOOL_PAGES):
-        page = await client.session.list_tools(params=types.PaginatedRequestParams(cursor=cursor) if cursor else None)
+        page = await client.list_tools(cursor=cursor, cache_mode="refresh" if fresh else "use")
         listed += [tool.model_dump(by_alias=True, mode="json", exclude_none=True) for tool in page.tools]
         cursor = page.next_cursor
         if not cursor or len(listed) > catalog.MAX_TOOLS * 2:

@@ -12,9 +12,10 @@ from .catalog import ServerSpec
 from .models import MCPServer, OAuthGrant
 
 
-def refresh(server: MCPServer, user_id: int | None) -> tuple[bool, str]:
+def refresh(server: MCPServer, user_id: int | None, *, reviewed: bool = True) -> tuple[bool, str]:
     """Connects to the server as `user_id` would, lists its tools and stores them. Returns
-    (ok, what to tell the admin)."""
+    (ok, what to tell the admin). `reviewed`: an admin is looking, so new tools are approved;
+    changed ones stay held either way (catalog.store_tools)."""
     spec = ServerSpec.of(server)
     token = ""
     if server.credential == MCPServer.Credential.USER_TOKEN:
@@ -33,13 +34,28 @@ def refresh(server: MCPServer, user_id: int | None) -> tuple[bool, str]:
         catalog.record_health(server.pk, str(exc))
         catalog.write_health(server.pk)
         return False, f"{server.name}: {exc}"
-    skipped = catalog.store_tools(server.pk, found.tools, {"name": found.server_name, "version": found.server_version})
+    skipped = catalog.store_tools(
+        server.pk,
+        found.tools,
+        {
+            "name": found.server_name,
+            "version": found.server_version,
+            "protocol_version": found.protocol_version,
+            "instructions": found.instructions,
+        },
+        reviewed=reviewed,
+    )
     catalog.record_health(server.pk, None)
     catalog.write_health(server.pk)
     server.refresh_from_db()
     listed = ", ".join(t["name"] for t in server.tools) or "no tools"
     text = f"{server.name}: connected to {found.server_name or 'the server'} {found.server_version}".rstrip()
+    if found.protocol_version:
+        text += f" (protocol {found.protocol_version}{', stateless' if found.protocol_version >= '2026' else ''})"
     text += f" — {len(server.tools)} tool{'s' if len(server.tools) != 1 else ''}: {listed}."
     if skipped:
         text += " Left out: " + "; ".join(skipped[:10]) + "."
+    held = server.held_tools()
+    if held:
+        text += f" Held until you review them (action “Accept held tool definitions”): {', '.join(sorted(held))}."
     return True, text

@@ -73,12 +73,31 @@ class MCPServer(models.Model):
     allowed_tools = models.JSONField(
         default=list, blank=True, help_text="Only these tools (the server's own names); empty: all of them."
     )
+    trust_annotations = models.BooleanField(
+        "trust this server's annotations",
+        default=False,
+        help_text="Annotations are the server's own claims. Off: every tool asks before it runs unless you set "
+        "a policy. On: tools it marks read-only run without asking.",
+    )
 
     # What the server said about itself and its tools at the last refresh.
     server_name = models.CharField(max_length=200, blank=True)
     server_version = models.CharField(max_length=100, blank=True)
+    # The revision it was spoken to in: 2026-07-28 (stateless) or a handshake-era one.
+    protocol_version = models.CharField(max_length=20, blank=True)
     tools = models.JSONField(default=list, blank=True)
+    # The definitions an admin accepted, by tool name (pinned): a listed tool whose definition
+    # differs from its pinned one is held until an admin reviews it (`catalog.held_tools`).
+    approved_tools = models.JSONField(default=dict, blank=True)
     tools_refreshed_at = models.DateTimeField(null=True, blank=True)
+    # What the server asks a client's model to know (its `instructions`), cleaned and capped.
+    instructions = models.TextField(blank=True)
+    use_instructions = models.BooleanField(
+        "give the model the server's instructions",
+        default=True,
+        help_text="The server's own text (capped, marked as the server's) in the system prompt of chats that "
+        "selected its tools.",
+    )
 
     last_error = models.TextField(blank=True)
     last_error_at = models.DateTimeField(null=True, blank=True)
@@ -97,6 +116,20 @@ class MCPServer(models.Model):
     @property
     def toolset_id(self) -> str:
         return f"mcp_{self.slug}"
+
+    def held_tools(self) -> dict[str, str]:
+        """The listed tools that may not run until an admin reviews them, with why."""
+        held: dict[str, str] = {}
+        approved = self.approved_tools if isinstance(self.approved_tools, dict) else {}
+        for tool in self.tools or []:
+            if not isinstance(tool, dict):
+                continue
+            pinned = approved.get(tool.get("name"))
+            if pinned is None:
+                held[tool["name"]] = "new"
+            elif pinned != tool:
+                held[tool["name"]] = "changed"
+        return held
 
     def header_map(self) -> dict[str, str]:
         return _json_object(self.headers)

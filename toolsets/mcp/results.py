@@ -15,12 +15,17 @@ from typing import Any
 MAX_TEXT = 100_000
 MAX_BLOCKS = 50
 MAX_IMAGE_BYTES = 1_000_000
+# Audio and files travel inline as base64 (in the stored result and every push of the card):
+# bounded like images, a little larger.
+MAX_MEDIA_BYTES = 2_000_000
+AUDIO_TYPES = {"audio/mpeg", "audio/mp3", "audio/wav", "audio/x-wav", "audio/wave", "audio/ogg", "audio/webm"}
 MAX_STRUCTURED = 100_000
 IMAGE_TYPES = {"image/png", "image/jpeg", "image/gif", "image/webp"}
 
 
-def shape(raw: dict[str, Any]) -> dict[str, Any]:
-    """The stored form of a CallToolResult dumped to JSON (camelCase keys)."""
+def shape(raw: dict[str, Any], server: str = "") -> dict[str, Any]:
+    """The stored form of a CallToolResult dumped to JSON (camelCase keys). `server` (the
+    toolset id) goes with resource links, which the card opens through that server."""
     blocks: list[dict[str, Any]] = []
     content: list[Any] = raw["content"] if isinstance(raw.get("content"), list) else []
     for block in content:
@@ -28,7 +33,13 @@ def shape(raw: dict[str, Any]) -> dict[str, Any]:
             blocks.append({"type": "note", "text": f"{len(content) - MAX_BLOCKS} more content items were left out."})
             break
         if isinstance(block, dict):
-            blocks.append(_block(block))
+            shaped = _block(block)
+            if shaped["type"] == "resource_link" and server:
+                shaped["server"] = server
+            audience = _audience(block)
+            if audience:
+                shaped["audience"] = audience
+            blocks.append(shaped)
     result: dict[str, Any] = {"content": blocks}
     structured = raw.get("structuredContent")
     if structured is not None:
@@ -37,6 +48,24 @@ def shape(raw: dict[str, Any]) -> dict[str, Any]:
             structured if len(text) <= MAX_STRUCTURED else {"truncated": text[:MAX_STRUCTURED]}
         )
     return result
+
+
+def _audience(block: dict[str, Any]) -> str:
+    """ "user" or "assistant" when the block is meant for that one only (its `audience`
+    annotation); "" when for both, or not said."""
+    annotations = block.get("annotations")
+    audience = annotations.get("audience") if isinstance(annotations, dict) else None
+    if isinstance(audience, list) and len(set(audience)) == 1 and audience[0] in ("user", "assistant"):
+        return str(audience[0])
+    return ""
+
+
+def for_user(block: dict[str, Any]) -> bool:
+    return block.get("audience") != "assistant"
+
+
+def for_model(block: dict[str, Any]) -> bool:
+    return block.get("audience") != "user"
 
 
 def _text(value: Any, limit: int = MAX_TEXT) -> str:
@@ -75,10 +104,27 @@ def _block(block: dict[str, Any]) -> dict[str, Any]:
                 "mimeType": _text(resource.get("mimeType"), 100),
                 "text": _text(resource["text"]),
             }
-        return {"type": "note", "text": f"A binary resource {uri} (not shown)."}
+        return _media("file", resource.get("blob"), _text(resource.get("mimeType"), 100), uri)
     if kind == "audio":
-        return {"type": "note", "text": "An audio clip (not shown)."}
+        return _media("audio", block.get("data"), str(block.get("mimeType") or "")[:100], "")
     return {"type": "note", "text": f"Content of type {str(kind)[:50]!r} (not shown)."}
+
+
+def _media(kind: str, data: Any, mime: str, uri: str) -> dict[str, Any]:
+    """Audio (played on the card when of a type browsers play, else offered as a file) or an
+    embedded binary resource (a file to download), kept when small enough."""
+    encoded = "".join(ch for ch in data if ch.isalnum() or ch in "+/=") if isinstance(data, str) else ""
+    size = len(encoded) * 3 // 4 - encoded[-2:].count("=")
+    what = "An audio clip" if kind == "audio" else f"The file {uri}" if uri else "A file"
+    if not encoded:
+        return {"type": "note", "text": f"{what} without data."}
+    if size > MAX_MEDIA_BYTES:
+        return {"type": "note", "text": f"{what} of {size // 1024} kB (too large to keep)."}
+    if kind == "audio" and mime in AUDIO_TYPES:
+        return {"type": "audio", "mimeType": mime, "data": encoded}
+    if kind == "file" and mime in IMAGE_TYPES and size <= MAX_IMAGE_BYTES:
+        return {"type": "image", "mimeType": mime, "data": encoded}
+    return {"type": "file", "uri": uri, "mimeType": mime or "application/octet-stream", "data": encoded, "size": size}
 
 
 def is_content_result(result: Any) -> bool:
@@ -98,15 +144,21 @@ def model_text(result: Any) -> str:
     parts: list[str] = []
     for block in result["content"]:
         kind = block["type"]
+        if not for_model(block):
+            continue  # meant for the user only (its `audience`): the card shows it
         if kind in ("text", "note"):
             parts.append(str(block.get("text", "")))
         elif kind == "image":
             parts.append(f"[An image ({block.get('mimeType')}) was shown to the user.]")
+        elif kind == "audio":
+            parts.append(f"[An audio clip ({block.get('mimeType')}) was given to the user to play.]")
+        elif kind == "file":
+            parts.append(f"[A file {block.get('uri') or ''} ({block.get('mimeType')}) was given to the user.]")
         elif kind == "resource_link":
             parts.append(f"[Link: {block.get('name') or block.get('uri')} <{block.get('uri')}>]")
         elif kind == "resource":
             parts.append(f"[Resource {block.get('uri')}]\n{block.get('text', '')}")
-    if "structuredContent" in result and not any(b["type"] == "text" for b in result["content"]):
+    if "structuredContent" in result and not any(b["type"] == "text" and for_model(b) for b in result["content"]):
         parts.append(json.dumps(result["structuredContent"], ensure_ascii=False, default=str))
     return "\n".join(parts) or "(The tool returned no content.)"
 
@@ -115,9 +167,13 @@ def summary(result: Any) -> str:
     if not is_content_result(result):
         return "Done"
     for block in result["content"]:
-        if block["type"] == "text" and str(block.get("text", "")).strip():
+        if block["type"] == "text" and for_user(block) and str(block.get("text", "")).strip():
             return _plain_line(str(block["text"]).strip().splitlines()[0])
     kinds = [block["type"] for block in result["content"]]
+    if "audio" in kinds:
+        return "An audio clip"
+    if "file" in kinds:
+        return "A file"
     if "image" in kinds:
         return "An image" if kinds.count("image") == 1 else f"{kinds.count('image')} images"
     if "resource_link" in kinds:

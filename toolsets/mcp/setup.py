@@ -22,6 +22,8 @@ def register_example() -> str:
         command=sys.executable,
         args=[str(EXAMPLE_SCRIPT)],
         timeout_s=20,
+        # Tessera's own code: its read-only claims are true, so its tools run without asking.
+        trust_annotations=True,
     )
     from .discovery import refresh
 

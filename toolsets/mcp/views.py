@@ -1,5 +1,5 @@
-"""The user's side of OAuth servers: Connect (to the provider's consent page), the callback, and
-Disconnect."""
+"""The user's side of MCP servers: for OAuth servers Connect (to the provider's consent page),
+the callback and Disconnect; for every server, a resource a card links to, read through it."""
 
 from __future__ import annotations
 
@@ -14,8 +14,10 @@ from django.views.decorators.http import require_GET, require_POST
 
 from core.http import AuthedRequest
 from core.redact import redact
+from toolsets import availability
+from toolsets.base import ToolFailure
 
-from . import oauth
+from . import client, oauth
 from .catalog import ServerSpec
 from .client import describe
 from .discovery import refresh
@@ -91,7 +93,7 @@ def callback(request: AuthedRequest) -> HttpResponse:
     if not server.tools:
         # A server that wants OAuth lists nothing to an anonymous admin: the first user to
         # connect is the first chance to learn its tools.
-        refresh(server, request.user.pk)
+        refresh(server, request.user.pk, reviewed=False)
     return HttpResponseRedirect(_back(server))
 
 
@@ -103,3 +105,41 @@ def disconnect(request: AuthedRequest, slug: str) -> HttpResponse:
     from toolsets.views import _card
 
     return _card(request, server.toolset_id)
+
+
+MAX_URI = 2000
+
+
+@login_required
+@require_GET
+def resource(request: AuthedRequest, slug: str) -> HttpResponse:
+    """A resource a tool linked to (`resource_link`, any URI scheme), read through its server
+    with the user's own access: only someone who may use the server's tools may read it."""
+    uri = request.GET.get("uri", "")
+    if not uri or len(uri) > MAX_URI or not uri.isprintable() or ":" not in uri:
+        return _resource_page(request, None, uri[:MAX_URI], "That is not a resource address.", status=400)
+    server = MCPServer.objects.filter(slug=slug, enabled=True).first()
+    if server is None:
+        raise Http404
+    state = availability.for_toolset(request.user.pk, server.toolset_id)
+    if state is None or not state.usable:
+        reason = state.reason if state is not None else "not available"
+        return _resource_page(request, server, uri, f"{server.name} is not available to you ({reason}).", status=403)
+    try:
+        blocks = async_to_sync(client.read_resource)(ServerSpec.of(server), uri, request.user.pk, state.api_key)
+    except ToolFailure as exc:
+        return _resource_page(request, server, uri, redact(str(exc)), status=502)
+    return _resource_page(request, server, uri, "", content={"content": blocks})
+
+
+def _resource_page(
+    request: AuthedRequest,
+    server: MCPServer | None,
+    uri: str,
+    error: str,
+    *,
+    status: int = 200,
+    content: dict[str, object] | None = None,
+) -> HttpResponse:
+    context = {"server": server, "uri": uri, "error": error, "content": content, "back": reverse("chat:home")}
+    return render(request, "toolsets/mcp/resource.html", context, status=status)

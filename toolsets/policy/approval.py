@@ -40,6 +40,8 @@ class ApprovalRequest:
     display_name: str
     arguments: dict[str, Any]
     timeout_s: float
+    # False: this tool asks every time (no "Always allow this tool in this chat").
+    always_allowable: bool = True
     id: str = field(default_factory=lambda: secrets.token_urlsafe(18))
     deadline: float = 0.0  # wall-clock time, set when the request opens
 

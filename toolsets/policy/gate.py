@@ -59,6 +59,8 @@ def decide(
         available = gate.availability
         if available is not None and not available.usable:
             gate.error = ToolError("permission_denied", f"{available.toolset.name}: {available.reason}.")
+        elif tool.held:
+            gate.error = ToolError("permission_denied", f"{toolset.label}: {tool.display_name} {tool.held}")
         elif resolved.policy == policy.DENY:
             gate.error = ToolError(
                 "permission_denied", f"{toolset.label}: {tool.display_name} is not allowed (its policy is Deny)."
@@ -89,7 +91,11 @@ def _decide_run(
 ) -> None:
     """For a call that may run: does it need asking, is there a cached result, is the breaker
     open (claiming the probe now only if nobody has to be asked first)?"""
-    allowed = resolved.policy == policy.ASK and policy.allowed_in_chat(chat_id, toolset.id, tool.name)
+    allowed = (
+        resolved.policy == policy.ASK
+        and tool.always_allowable
+        and policy.allowed_in_chat(chat_id, toolset.id, tool.name)
+    )
     gate.needs_approval = resolved.policy == policy.ASK and not allowed
     gate.approval = approvals.ALLOWED_IN_CHAT if allowed else ""
     gate.approval_timeout_s = float(settings.approval_timeout_s)
@@ -143,6 +149,7 @@ async def ask(
         display_name=f"{toolset.label}: {tool_.display_name}",
         arguments=arguments,
         timeout_s=gate.approval_timeout_s,
+        always_allowable=tool_.always_allowable,
     )
     decision = await approve(request)
     if decision.approved:

@@ -34,6 +34,7 @@ from chat.demo.intents import detect_intents
             "search the web for sourdough recipes",
             [("search", {"query": "sourdough recipes", "num_results": 5})],
         ),
+        ("use the picture tool, then use the sound tool", [("picture", {}), ("sound", {})]),
         ("The meeting is on 2026-11-22", []),
         ("tell me a joke", []),
     ],

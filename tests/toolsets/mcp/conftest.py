@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -99,3 +100,56 @@ def oauth_server_base() -> Iterator[str]:
     """An MCP server that is its own OAuth authorization server (oauth_server.py)."""
     for port in serve(SERVER.with_name("oauth_server.py"), "{port}"):
         yield f"http://127.0.0.1:{port}"
+
+
+class Restartable:
+    """A server process on a fixed port that a test stops and starts again (a redeploy)."""
+
+    def __init__(self, script: Path, *arguments: str, env: dict[str, str] | None = None) -> None:
+        self.env = {**os.environ, **(env or {})}
+        self.port = free_port()
+        self.command = [sys.executable, str(script), *(a.format(port=self.port) for a in arguments)]
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(self.command, env=self.env)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                return
+            except OSError:
+                time.sleep(0.1)
+        raise RuntimeError(f"{self.command} did not start")
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait(5)
+            self.process = None
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+
+@pytest.fixture
+def restartable_http_server() -> Iterator[Restartable]:
+    """The test server over streamable HTTP (no credential, both protocol eras), restartable."""
+    server = Restartable(SERVER, "http", "{port}")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def legacy_http_server() -> Iterator[Restartable]:
+    """The test server as a handshake-era (2025) server: sessions, no `server/discover`."""
+    server = Restartable(SERVER, "http", "{port}", env={"MCP_LEGACY_ONLY": "1"})
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -36,6 +36,13 @@ if __name__ == "__main__":
     if len(sys.argv) > 2 and sys.argv[1] == "http":
         import uvicorn
 
-        uvicorn.run(server.streamable_http_app(), host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
+        # Bounded: a 2026 client's open `subscriptions/listen` stream would hold a graceful shutdown.
+        uvicorn.run(
+            server.streamable_http_app(),
+            host="127.0.0.1",
+            port=int(sys.argv[2]),
+            log_level="warning",
+            timeout_graceful_shutdown=1,
+        )
     else:
         server.run("stdio")

@@ -133,7 +133,10 @@ def main(port: int) -> None:
 
     import uvicorn
 
-    uvicorn.run(server.streamable_http_app(), host="127.0.0.1", port=port, log_level="warning")
+    # Bounded: a 2026 client's open `subscriptions/listen` stream would hold a graceful shutdown.
+    uvicorn.run(
+        server.streamable_http_app(), host="127.0.0.1", port=port, log_level="warning", timeout_graceful_shutdown=1
+    )
 
 
 if __name__ == "__main__":

@@ -165,6 +165,8 @@ async def test_tools_list_changed_refreshes_the_stored_tools(stdio_server: Any, 
             break
         await asyncio.sleep(0.1)
     assert any(t["name"] == "added" for t in server.tools)
+    # A tool the server adds is held until an admin accepts it (test_trust.py).
+    assert await sync_to_async(catalog.approve)(server) == ["added"]
     await sync_to_async(_refresh_registry)()
     added = await execute(name("added"), {"x": 21}, user_id=user.pk, tool_call_id="c2", pre_approved=True)
     assert added.ok and added.result["content"][0]["text"] == "42"
@@ -300,11 +302,12 @@ def test_untrusted_tool_listings_are_cleaned() -> None:
             {"name": "broken", "inputSchema": {"type": "object", "properties": {"a": {"type": 5}}}},
             {"name": "", "inputSchema": {"type": "object"}},
             {"name": "ok", "inputSchema": {"type": "object"}},
+            {"name": "tasky", "inputSchema": {"type": "object"}, "execution": {"taskSupport": "required"}},
         ]
     )
     assert [t["name"] for t in kept] == ["ok"]
     assert "\x1b" not in kept[0]["description"] and len(kept[0]["description"]) <= catalog.MAX_DESCRIPTION
-    assert len(skipped) == 5
+    assert len(skipped) == 6 and "only as a task" in skipped[-1]
 
 
 def test_the_example_server_is_registered_with_its_tools(transactional_db: Any) -> None:

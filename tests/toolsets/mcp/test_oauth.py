@@ -134,3 +134,34 @@ def test_connect_needs_an_oauth_server_and_a_signed_in_user(oauth_server: MCPSer
     browser = Client()
     browser.force_login(user)
     assert browser.get(reverse("toolsets:mcp_connect", args=["nope"])).status_code == 404
+
+
+def test_a_workers_connection_checks_every_address_the_oauth_flow_follows(transactional_db: Any) -> None:
+    """Refreshing a token happens in the worker, through the connection's HTTP client: a token
+    endpoint on a private address (from the server's metadata) is refused before any request."""
+    import asyncio
+    import contextlib
+
+    import httpx2
+    from mcp.client.auth.exceptions import OAuthFlowError
+
+    from toolsets.mcp.catalog import ServerSpec
+    from toolsets.mcp.connection import Access, Connection
+
+    server = MCPServer.objects.create(
+        name="OAuth server", slug="oa", url="https://mcp.example.com/mcp", credential="oauth"
+    )
+
+    async def follow(url: str) -> None:
+        connection = Connection(ServerSpec.of(server), Access("user:1", (), 1))
+        hooks = connection._event_hooks(lambda response: None)
+        async with httpx2.AsyncClient(event_hooks=hooks, timeout=2) as http:
+            await http.post(url)
+
+    for url in ("http://169.254.169.254/token", "http://10.0.0.7/token", "http://127.0.0.1:9/token"):
+        with pytest.raises(OAuthFlowError):
+            asyncio.run(follow(url))
+    # The server's own host is where the admin put it: not refused (whether it answers from
+    # here does not matter).
+    with contextlib.suppress(httpx2.HTTPError):
+        asyncio.run(follow("https://mcp.example.com/token"))

@@ -7,7 +7,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('auth', '0012_alter_user_first_name_max_length'),
-        ('mcp', '0002_oauth_grant_name'),
+        ('mcp', '0005_server_instructions'),
     ]
 
     operations = [
