@@ -188,3 +188,19 @@ def test_the_admin_chooses_what_the_server_exposes(stack: Any, switched_on: None
     # Not listed is not callable either: refused, and in the audit log.
     assert hidden.is_error and "permission_denied" in hidden.content[0].text
     assert ToolExecution.objects.get(user=user, tool="calculate").error_type == "permission_denied"
+
+
+def test_groups_decide_what_a_client_sees_as_in_the_chat(stack: Any, switched_on: None, token: str, user: Any) -> None:
+    from django.contrib.auth.models import Group
+
+    from toolsets.models import ToolsetConfig
+
+    staff = Group.objects.create(name="staff")
+    ToolsetConfig.objects.update_or_create(toolset_id="clock_math")[0].groups.add(staff)
+
+    async def listing(client: Client) -> Any:
+        return [tool.name for tool in (await client.list_tools()).tools]
+
+    assert not any(n.startswith("toolset__clock_math__") for n in _run(stack, token, "auto", listing))
+    user.groups.add(staff)  # a membership change counts from the next request
+    assert "toolset__clock_math__calculate" in _run(stack, token, "auto", listing)

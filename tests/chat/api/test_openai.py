@@ -272,3 +272,18 @@ def test_the_admin_ticks_what_each_endpoint_exposes(admin_user: Any) -> None:
     assert (
         client.post("/admin/chat/appsettings/1/change/", {**form, "mcp_server_agents": ["nobody"]}).status_code == 200
     )
+
+
+def test_groups_decide_which_models_a_token_may_use(
+    stack: Any, switched_on: None, token: str, user: Any, demo_model: Any
+) -> None:
+    from django.contrib.auth.models import Group
+
+    staff = Group.objects.create(name="staff")
+    private = LLMModel.objects.create(name="Staff model", model="demo/tessera")
+    private.groups.add(staff)
+    assert "Staff model" not in {m.id for m in _client(stack, token).models.list()}
+    with pytest.raises(openai.NotFoundError):
+        _client(stack, token).chat.completions.create(model="Staff model", messages=[{"role": "user", "content": "hi"}])
+    user.groups.add(staff)
+    assert "Staff model" in {m.id for m in _client(stack, token).models.list()}
