@@ -139,6 +139,8 @@ MIDDLEWARE = [
     # Last: turns an attempt the sign-in throttle refused into its lockout response.
     "axes.middleware.AxesMiddleware",
 ]
+# A deployment's own middleware (dotted paths, comma-separated), added after Tessera's.
+MIDDLEWARE += env_list("TESSERA_EXTRA_MIDDLEWARE", [])
 
 ROOT_URLCONF = "config.urls"
 ASGI_APPLICATION = "config.asgi.application"

@@ -158,6 +158,8 @@ def stack(django_db_setup: Any, django_db_blocker: Any, redis_server: str) -> It
         "REDIS_URL": redis_server,
         # As deployed: the built static files (minified, hashed), no debug pages.
         "DEBUG": "false",
+        # Content types change ids whenever a transactional test flushes (tests/stack_middleware.py).
+        "TESSERA_EXTRA_MIDDLEWARE": "tests.stack_middleware.FreshContentTypes",
         "PYTHONUNBUFFERED": "1",
     }
     logs = Path(settings.VAR_DIR) / "logs"

@@ -251,9 +251,9 @@ def test_toolsets_and_agents_share_one_availability_check(user: Any, monkeypatch
     calls: list[int] = []
     real = availability.for_user
 
-    def counted(user_id: int) -> Any:
+    def counted(user_id: int, *args: Any) -> Any:
         calls.append(user_id)
-        return real(user_id)
+        return real(user_id, *args)
 
     monkeypatch.setattr(availability, "for_user", counted)
     box = ChatToolBox(
