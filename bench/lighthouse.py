@@ -59,6 +59,8 @@ PAGE_THRESHOLDS = {"long-chat": {"performance": 95}}
 
 def threshold(page: str, category: str) -> int:
     return PAGE_THRESHOLDS.get(page, {}).get(category, THRESHOLDS[category])
+
+
 METRICS = ("first-contentful-paint", "largest-contentful-paint", "total-blocking-time", "cumulative-layout-shift")
 PAGES = ("sign-in", "new-chat", "long-chat")
 MESSAGES = 200
