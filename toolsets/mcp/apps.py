@@ -10,6 +10,8 @@ class MCPConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from . import catalog
+        from . import catalog, client
 
         catalog.connect_signals()
+        # The catalog's tools call the client, which imports the catalog: handed in here.
+        catalog.use_client(client)

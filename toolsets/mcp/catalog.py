@@ -20,7 +20,7 @@ import time
 import unicodedata
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 import jsonschema
 from django.db import DatabaseError
@@ -212,6 +212,32 @@ def _toolset(server: MCPServer, spec: ServerSpec, health: Health) -> Toolset:
     )
 
 
+class Client(Protocol):
+    """What a server's tools run through: `toolsets.mcp.client`, handed in by the app's
+    `ready()`, so that this module (which the client reads specs and stores tools through)
+    never imports it: the package's imports go one way, client → catalog."""
+
+    async def call_tool(
+        self, spec: ServerSpec, name: str, arguments: dict[str, Any], ctx: ToolContext
+    ) -> dict[str, Any]: ...
+
+    async def connect(self, spec: ServerSpec, ctx: ToolContext) -> None: ...
+
+
+_runner: Client | None = None
+
+
+def use_client(client: Client) -> None:
+    global _runner
+    _runner = client
+
+
+def _client() -> Client:
+    if _runner is None:
+        raise RuntimeError("The MCP app is not ready: toolsets.mcp.apps installs the client.")
+    return _runner
+
+
 HELD = {
     "changed": "is held: its server changed the tool's definition since an admin approved it, so it does "
     "not run until an admin reviews the change.",
@@ -225,14 +251,10 @@ def _tool(spec: ServerSpec, key: str, listed: dict[str, Any], held: str, trusted
     original = listed["name"]
 
     async def call(ctx: ToolContext, /, **arguments: Any) -> dict[str, Any]:
-        from . import client
-
-        return await client.call_tool(spec, original, arguments, ctx)
+        return await _client().call_tool(spec, original, arguments, ctx)
 
     async def connect(ctx: ToolContext) -> None:
-        from . import client
-
-        await client.connect(spec, ctx)
+        await _client().connect(spec, ctx)
 
     annotations = listed.get("annotations") or {}
     # Annotations are claims of an untrusted server: only an admin's trust lets "read-only" run
