@@ -12,7 +12,6 @@ the same loop below, so retries, errors, usage and finish reasons behave the sam
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import logging
 import os
@@ -29,9 +28,9 @@ from litellm.litellm_core_utils.streaming_handler import CustomStreamWrapper
 
 from core import metrics
 
-from . import openai_stream, spans
+from . import openai_stream, spans, tokens
 from .accumulator import ToolCallAccumulator, get_field
-from .context import Budget, Fitter, Summarizer
+from .context import Fitter, Summarizer
 from .exceptions import ProviderError
 from .provider_errors import (
     ABORT_ERRORS,
@@ -40,6 +39,7 @@ from .provider_errors import (
     rejects_stream_options,
     retry_after_seconds,
 )
+from .tokens import count as _count
 from .types import AssistantMessage, Completed, StreamEvent, TextDelta, ToolCallOpened, Usage
 
 litellm.suppress_debug_info = True
@@ -106,31 +106,6 @@ class ModelConfig:
     answer_reserve: int | None = None
 
 
-# The answer reserve when neither the admin nor LiteLLM's model info gives one.
-DEFAULT_RESERVE = 4096
-
-
-def context_budget(config: ModelConfig) -> Budget:
-    """The model's input budget: the admin's override, else LiteLLM's `max_input_tokens` (or
-    `max_tokens`) for the model; the answer's reserve: the admin's, else the answer length the
-    request asks for (`max_tokens` in the extra parameters), else the model's maximum output
-    capped at DEFAULT_RESERVE and at a quarter of the window."""
-    info: dict[str, Any] = {}
-    try:
-        info = dict(litellm.get_model_info(config.model))
-    except Exception:  # LiteLLM raises for models it does not know: the budget is then unknown
-        pass
-    limit = config.context_limit or _count(info.get("max_input_tokens")) or _count(info.get("max_tokens")) or None
-    if config.answer_reserve is not None:
-        reserve = config.answer_reserve
-    else:
-        asked = _count(config.extra.get("max_tokens")) or _count(config.extra.get("max_completion_tokens"))
-        reserve = asked or min(_count(info.get("max_output_tokens")) or DEFAULT_RESERVE, DEFAULT_RESERVE)
-        if limit:
-            reserve = min(reserve, limit // 4)
-    return Budget(limit, reserve)
-
-
 class LiteLLMModel:
     """Streams one model response as events; see the module docstring for what it owns."""
 
@@ -143,17 +118,17 @@ class LiteLLMModel:
         self._received = _Received()
         self.requests = 0  # HTTP requests this model has made, retries included
         self.provider = _provider(config)
-        self.budget = context_budget(config)
-        self.cache_markers = takes_cache_markers(config.model)
+        self.budget = tokens.context_budget(config.model, config.context_limit, config.answer_reserve, config.extra)
+        self.cache_markers = tokens.takes_cache_markers(config.model)
 
     def count_message(self, message: dict[str, Any]) -> int:
         """A message's tokens as LiteLLM counts them for this model (its tokenizer when it knows
         one, else tiktoken's); a little over a provider's own count, since each is counted as a
         request of its own."""
-        return _message_tokens(self.config.model, json.dumps(message, sort_keys=True, default=str))
+        return tokens.message_tokens(self.config.model, json.dumps(message, sort_keys=True, default=str))
 
     def count_tools(self, tools: list[dict[str, Any]]) -> int:
-        return _tools_tokens(self.config.model, json.dumps(tools, sort_keys=True, default=str))
+        return tokens.tools_tokens(self.config.model, json.dumps(tools, sort_keys=True, default=str))
 
     def fitter(self, summarizer: Summarizer | None = None) -> Fitter:
         """What fits requests to this model's context (see chat.agent.context)."""
@@ -167,7 +142,7 @@ class LiteLLMModel:
         if self._server_key() in _NO_STREAM_OPTIONS:
             kwargs.pop("stream_options", None)
         if self.cache_markers:
-            messages = with_cache_markers(messages)
+            messages = tokens.with_cache_markers(messages)
         kwargs.update(
             model=self.config.model,
             messages=messages,
@@ -413,76 +388,12 @@ def _host(api_base: str | None) -> str:
         return ""
 
 
-@functools.lru_cache(maxsize=50_000)
-def _message_tokens(model: str, message: str) -> int:
-    # Every turn fits the chat's whole transcript again, in a new fitter: counting each message
-    # once per process (not once per turn) keeps fitting a long chat's call to milliseconds.
-    try:
-        return int(litellm.token_counter(model=model, messages=[json.loads(message)]))
-    except Exception:  # an odd part LiteLLM cannot count: about four characters a token
-        return len(message) // 4 + 4
-
-
-@functools.lru_cache(maxsize=1_000)
-def _tools_tokens(model: str, tools: str) -> int:
-    # The same definitions are counted on every call of a turn, and every turn of a chat.
-    try:
-        with_tools = litellm.token_counter(model=model, messages=[], tools=json.loads(tools))
-        return int(with_tools) - int(litellm.token_counter(model=model, messages=[]))
-    except Exception:
-        return len(tools) // 4
-
-
 def _cached(usage: Any) -> int:
     """Prompt tokens read from the provider's cache: OpenAI's `prompt_tokens_details`, which
     LiteLLM fills for other providers too, else Anthropic's own `cache_read_input_tokens`."""
     details = get_field(usage, "prompt_tokens_details")
     cached = _count(get_field(details, "cached_tokens")) if details else 0
     return cached or _count(get_field(usage, "cache_read_input_tokens"))
-
-
-# Providers whose requests carry explicit cache markers (Anthropic's `cache_control`), as LiteLLM
-# passes them on; the others cache a repeated prefix by themselves (OpenAI, DeepSeek, Gemini…).
-_MARKED_PROVIDERS = {"anthropic", "bedrock", "vertex_ai", "vertex_ai_beta"}
-
-
-def takes_cache_markers(model: str) -> bool:
-    try:
-        from litellm.utils import supports_prompt_caching
-
-        provider = litellm.get_llm_provider(model)[1]
-        return provider in _MARKED_PROVIDERS and "claude" in model.lower() and bool(supports_prompt_caching(model))
-    except Exception:  # a model LiteLLM cannot place: no markers, nothing lost
-        return False
-
-
-def with_cache_markers(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A copy with cache breakpoints after the stable prefix (tools, the system prompt with its
-    catalogue and summary) and after the newest question, so the next call of the turn reads
-    both from the cache."""
-    marked = list(messages)
-    head = 0
-    while head < len(marked) and marked[head].get("role") == "system":
-        head += 1
-    places = [head - 1] if head else []
-    if marked and marked[-1].get("role") == "user" and len(marked) - 1 not in places:
-        places.append(len(marked) - 1)
-    for index in places:
-        content = marked[index].get("content")
-        if isinstance(content, str) and content:
-            blocks: list[Any] = [{"type": "text", "text": content}]
-        elif isinstance(content, list) and content:
-            blocks = [dict(part) if isinstance(part, dict) else part for part in content]
-        else:
-            continue
-        if isinstance(blocks[-1], dict):
-            blocks[-1] = {**blocks[-1], "cache_control": {"type": "ephemeral"}}
-        marked[index] = {**marked[index], "content": blocks}
-    return marked
-
-
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 async def _chain(first: Any, rest: AsyncIterator[Any]) -> AsyncIterator[Any]:
