@@ -324,6 +324,11 @@ class Agent:
             await self.sink.assistant_message(step, partial, "failed")
             await self._settle(reservation, partial.usage)
             raise
+        except BaseException:
+            # Anything else (the retry's summary over budget, a bug): the reservation is given
+            # back, less what the call used, so it does not hold the budget until the period ends.
+            await self._settle(reservation, self.model.partial.usage)
+            raise
         self.usage.add(message.usage)
         await self._settle(reservation, message.usage)
         return message
