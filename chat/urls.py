@@ -25,6 +25,7 @@ urlpatterns = [
     path("shares/<id:share_id>/revoke/", shares.revoke_share, name="share_revoke"),
     path("s/<str:token>/", shares.shared_chat, name="shared"),
     path("s/<str:token>/continue/", shares.continue_share, name="share_continue"),
+    path("s/<str:token>/files/<id:file_id>/", shares.shared_file, name="shared_file"),
     path("chats/<id:chat_id>/export.json", manage.export_json, name="export_json"),
     path("chats/settings/", views.draft_settings, name="draft_settings"),
     path("turns/<id:turn_id>/continue/", turn_views.continue_answer, name="continue"),
