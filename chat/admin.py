@@ -15,8 +15,8 @@ from core.groups import label as groups_label
 from core.secrets_form import SecretFieldsMixin
 
 from . import spend_chart
-from .spend_chart import csv_safe
 from .models import AgentDefinition, AppSettings, Budget, Chat, ChatShare, LLMModel, Message, Spend, TokenUsage, Turn
+from .spend_chart import csv_safe
 
 
 class LLMModelForm(SecretFieldsMixin):

@@ -14,7 +14,6 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
 from django.test import Client
-from django.urls import reverse
 
 from chat import spend_chart
 from chat.models import Spend
