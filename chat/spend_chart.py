@@ -278,7 +278,7 @@ def _draw(chart: Chart, buckets: list[date]) -> None:
     width = max(1.0, slot * 0.72)
     for i, label in enumerate(chart.labels):
         x = LEFT + slot * i + (slot - width) / 2
-        base = HEIGHT - BOTTOM
+        base = float(HEIGHT - BOTTOM)
         for s in chart.series:
             value = float(s.values[i])
             if value <= 0:

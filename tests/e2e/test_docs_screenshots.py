@@ -29,6 +29,7 @@ from toolsets.workspace.sample_data import seed_for_user
 from .axe import set_theme
 from .conftest import PASSWORD, SHOTS, browser_page, login, send, send_and_wait, wait_socket, wait_turn_done
 from .test_operations import _activity
+from .test_spend_chart import make_ledger
 
 pytestmark = pytest.mark.e2e
 
@@ -55,6 +56,7 @@ IMAGES = {
     "admin-mcp-tools": "Django admin: the tools an MCP server lists (admin guide)",
     "admin-tool-policies": "Django admin: tool policies (admin guide)",
     "admin-overview": "Admin → Operations, the staff overview (operations)",
+    "admin-spend-chart": "Django admin: spend over time, per day and user (admin guide, teams)",
 }
 
 
@@ -319,3 +321,18 @@ def test_the_admin_screens(admin_page: Page, e2e_user: Any) -> None:
     expect(page.locator("#ops-workers")).not_to_have_text("Workers alive: 0")
     settle(page)
     picture(page, "admin-overview", full_page=True)
+
+
+def test_the_spend_chart(browser: Browser, stack: Any, e2e_user: Any) -> None:
+    # The stack's own web process: this page saves nothing (see admin_page).
+    get_user_model().objects.create_superuser("root", password=PASSWORD)
+    make_ledger(e2e_user)
+    with browser_page(browser, stack.url, signed_in=False, viewport={"width": 1440, "height": 900}) as page:
+        page.goto(stack.url + "/admin/login/?next=/admin/chat/spend/chart/")
+        page.fill("#id_username", "root")
+        page.fill("#id_password", PASSWORD)
+        page.click("input[type=submit]")
+        expect(page.get_by_role("img", name="Cost in USD per day, by user")).to_be_visible()
+        expect(page.get_by_test_id("spend-chart-legend")).to_contain_text("dora")
+        settle(page)
+        picture(page, "admin-spend-chart")

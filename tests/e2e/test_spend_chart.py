@@ -18,23 +18,22 @@ from tests.e2e.conftest import PASSWORD, shot
 pytestmark = pytest.mark.e2e
 
 
-@pytest.fixture
-def ledger(transactional_db: Any, e2e_user: Any) -> None:
+def make_ledger(first: Any) -> None:
+    """Forty-five days of spending by four people in two groups, on three models."""
     from django.contrib.auth import get_user_model
 
-    get_user_model().objects.create_superuser("grace", password=PASSWORD)
     research = Group.objects.create(name="Research")
     support = Group.objects.create(name="Support")
-    e2e_user.groups.add(research)
-    people = [(e2e_user, research)]
+    first.groups.add(research)
+    people = [first]
     for name, group in (("bea", research), ("carl", support), ("dora", support)):
         person = get_user_model().objects.create_user(name, password=PASSWORD)
         person.groups.add(group)
-        people.append((person, group))
+        people.append(person)
     today = datetime.now(UTC).replace(hour=12, minute=0, second=0, microsecond=0)
     models = ["openai/gpt-4o", "anthropic/claude-sonnet-4-5", "demo/tessera"]
     for day in range(45):
-        for n, (person, _) in enumerate(people):
+        for n, person in enumerate(people):
             if (2 * day + n) % 5 == 0:
                 continue
             model = models[(day + n) % len(models)]
@@ -43,6 +42,14 @@ def ledger(transactional_db: Any, e2e_user: Any) -> None:
                 user=person, model_name=model, prompt_tokens=3000 + 100 * day, completion_tokens=800, cost=cost
             )
             Spend.objects.filter(pk=row.pk).update(created_at=today - timedelta(days=day))
+
+
+@pytest.fixture
+def ledger(transactional_db: Any, e2e_user: Any) -> None:
+    from django.contrib.auth import get_user_model
+
+    get_user_model().objects.create_superuser("grace", password=PASSWORD)
+    make_ledger(e2e_user)
 
 
 def test_admin_sees_spend_over_time_as_charts(browser: Browser, stack: Any, ledger: None) -> None:
@@ -84,15 +91,18 @@ def test_admin_sees_spend_over_time_as_charts(browser: Browser, stack: Any, ledg
     expect(table.locator("tbody tr")).to_have_count(3)
     # The table's total is the ledger's.
     ledger_tokens = sum(
-        row.prompt_tokens + row.completion_tokens
-        for row in Spend.objects.filter(created_at__date__gte=start)
+        row.prompt_tokens + row.completion_tokens for row in Spend.objects.filter(created_at__date__gte=start)
     )
     expect(table.locator("tfoot td").last).to_have_text(f"{ledger_tokens:,}")
     shot(page, "admin-spend-chart-groups", full_page=True)
 
     # One model only, per user.
     page.select_option("#id_by", "user")
-    print("OPTIONS", page.locator("#id_model option").all_text_contents(), page.locator("#id_model").evaluate("e => e.outerHTML"))
+    print(
+        "OPTIONS",
+        page.locator("#id_model option").all_text_contents(),
+        page.locator("#id_model").evaluate("e => e.outerHTML"),
+    )
     page.select_option("#id_model", "openai/gpt-4o")
     page.get_by_test_id("spend-chart-apply").click()
     expect(page.get_by_role("img", name="Tokens per month, by user")).to_be_visible()
