@@ -33,6 +33,10 @@ PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F
 OTHERS_COLOUR = "#9E9E9E"
 NO_GROUP = "(in no group)"
 
+# The dates a period may start and end at (far enough from the calendar's ends that a month
+# or a day before or after them exists).
+EARLIEST, LATEST = date(1970, 1, 1), date(9998, 12, 31)
+
 # The drawing, in SVG units (it scales to the page's width).
 WIDTH, HEIGHT = 960, 320
 LEFT, RIGHT, TOP, BOTTOM = 84, 16, 16, 44
@@ -68,6 +72,10 @@ class ChartForm(forms.Form):
         data["granularity"] = granularity
         data["metric"] = data.get("metric") or "cost"
         today = timezone.now().astimezone(UTC).date()
+        for name in ("start", "end"):
+            chosen = data.get(name)
+            if chosen is not None and not EARLIEST <= chosen <= LATEST:
+                raise forms.ValidationError(f"Choose dates between {EARLIEST:%Y} and {LATEST:%Y}.")
         end = data.get("end") or today
         start = data.get("start") or _default_start(granularity, end)
         if start > end:

@@ -145,6 +145,9 @@ def test_csv_of_the_charts_numbers(user: Any, ledger: dict[str, Any]) -> None:
         {"by": "user", "group": "x"},
         {"by": "user", "model": "<script>alert(1)</script>"},
         {"by": "user", "metric": "dollars"},
+        {"by": "user", "start": "9999-12-01", "end": "9999-12-31"},
+        {"by": "user", "granularity": "month", "end": "0001-01-31"},
+        {"by": "user", "end": "0001-01-01"},
     ],
 )
 def test_bad_filters_are_a_400_with_the_reason(db: Any, query: dict[str, str]) -> None:
