@@ -301,7 +301,7 @@ def test_a_used_up_budget_is_the_callers_quota_not_a_provider_failure(
     with pytest.raises(openai.RateLimitError) as refused:
         _client(stack, token).chat.completions.create(model="tessera", messages=[{"role": "user", "content": "hi"}])
     assert refused.value.status_code == 429 and refused.value.code == "budget"
-    assert (refused.value.body or {}).get("type") == "insufficient_quota"  # type: ignore[union-attr]
+    assert refused.value.type == "insufficient_quota"
     assert "your daily budget is used up" in str(refused.value)
 
     with httpx.stream(
