@@ -188,3 +188,9 @@ def admin_client_2() -> Client:
 def test_month_start_defaults_to_twelve_months(db: Any) -> None:
     assert spend_chart._default_start("month", date(2026, 11, 25)) == date(2025, 12, 1)
     assert spend_chart._default_start("month", date(2026, 1, 3)) == date(2025, 2, 1)
+
+
+def test_spending_of_people_in_no_group_has_its_own_bar(user: Any) -> None:
+    spend(user, datetime(2026, 11, 2, tzinfo=UTC), "m", "0.75")
+    c = chart(by="group", start="2026-11-02", end="2026-11-02")
+    assert values(c) == {spend_chart.NO_GROUP: [Decimal("0.75")]}
