@@ -3,8 +3,10 @@ from __future__ import annotations
 from typing import Any
 
 from axes.handlers.proxy import AxesProxyHandler
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
+from django.contrib.auth import logout as auth_logout
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.signals import user_login_failed
 from django.contrib.auth.views import LoginView, PasswordChangeDoneView, PasswordChangeView
@@ -12,13 +14,13 @@ from django.db import IntegrityError, transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse_lazy
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_http_methods, require_POST
 
 from chat.shares import shares_of
 from core.http import AuthedRequest
 from toolsets.models import ApiToken
 
-from . import ratelimit, throttle
+from . import ratelimit, sso, throttle
 from .forms import NameForm, SignupForm
 from .models import AccountSettings
 
@@ -107,11 +109,43 @@ class PasswordChangeDone(PasswordChangeDoneView):
 
 
 class Login(LoginView):
-    """Django's sign-in, with a link to the sign-up page while sign-up is open."""
+    """Django's sign-in, with a button per enabled OpenID Connect provider and a link to the
+    sign-up page while sign-up is open. With password sign-in off, the password form is folded
+    away as the administrators' way in (chat/accounts/backends.py refuses everyone else)."""
 
     redirect_authenticated_user = True
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         context = super().get_context_data(**kwargs)
-        context["open_signup"] = AccountSettings.load().open_signup
+        account_settings = AccountSettings.load()
+        context["open_signup"] = account_settings.open_signup
+        context["password_signin"] = account_settings.password_signin
+        context["providers"] = sso.enabled_providers()
         return context
+
+
+@require_POST
+def logout(request: HttpRequest) -> HttpResponse:
+    """Signs out here, then at the provider the session came from when it offers that."""
+    slug = request.session.get(sso.SESSION_KEY)
+    auth_logout(request)
+    elsewhere = sso.end_session_url(request, slug) if isinstance(slug, str) else None
+    return redirect(elsewhere or settings.LOGOUT_REDIRECT_URL)
+
+
+def sso_refused(request: HttpRequest, message: str, status: int) -> HttpResponse:
+    return render(request, "accounts/sso_refused.html", {"message": message}, status=status)
+
+
+# Pages allauth sends a browser to by name (allauth's own are not routed).
+def sso_cancelled(request: HttpRequest) -> HttpResponse:
+    return sso_refused(request, "Sign-in was cancelled.", 400)
+
+
+def sso_signup(request: HttpRequest) -> HttpResponse:
+    request.session.pop("socialaccount_sociallogin", None)
+    return sso_refused(request, "No Tessera account could be created for this sign-in. Ask an administrator.", 403)
+
+
+def account_inactive(request: HttpRequest) -> HttpResponse:
+    return sso_refused(request, "This account is disabled.", 403)
