@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 import httpx
 from allauth.account.adapter import DefaultAccountAdapter
@@ -26,7 +26,7 @@ from allauth.core.exceptions import ImmediateHttpResponse
 from allauth.socialaccount.adapter import DefaultSocialAccountAdapter
 from allauth.socialaccount.models import SocialApp, SocialLogin
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser, Group
+from django.contrib.auth.models import Group, User
 from django.db import transaction
 from django.dispatch import receiver
 from django.http import HttpRequest
@@ -70,6 +70,17 @@ def enabled_providers() -> list[OIDCProvider]:
     return list(OIDCProvider.objects.filter(enabled=True))
 
 
+def origins(providers: Iterable[OIDCProvider]) -> list[str]:
+    """The providers' origins (their sign-in pages live at their issuers' hosts)."""
+    found: list[str] = []
+    for provider in providers:
+        parts = urlsplit(provider.issuer)
+        origin = f"{parts.scheme}://{parts.netloc}"
+        if parts.scheme in ("https", "http") and parts.netloc and origin not in found:
+            found.append(origin)
+    return found
+
+
 def claims_of(sociallogin: SocialLogin) -> dict[str, Any]:
     """The ID token's claims, overlaid by the userinfo endpoint's (which may carry more)."""
     data = sociallogin.account.extra_data or {}
@@ -97,7 +108,7 @@ def group_names(value: Any) -> list[str]:
     return names
 
 
-def sync_groups(user: AbstractBaseUser, provider: OIDCProvider, claims: dict[str, Any]) -> tuple[set[str], set[str]]:
+def sync_groups(user: User, provider: OIDCProvider, claims: dict[str, Any]) -> tuple[set[str], set[str]]:
     """Makes the user's provider-given groups those the claim lists; returns (added, removed)
     group names. A missing claim lists no groups: access a provider no longer vouches for goes."""
     if not provider.groups_claim:
@@ -204,7 +215,7 @@ class AccountAdapter(DefaultAccountAdapter):
         # Allauth's own sign-up pages are not routed; Tessera's sign-up has its own switch.
         return False
 
-    def login(self, request: HttpRequest, user: AbstractBaseUser) -> None:
+    def login(self, request: HttpRequest, user: User) -> None:
         # Allauth would otherwise pick the first backend with get_user (the throttle's), and the
         # session would lose its user on the next request.
         if not hasattr(user, "backend"):
@@ -214,7 +225,7 @@ class AccountAdapter(DefaultAccountAdapter):
 
 @receiver(user_logged_in)
 def _signed_in(
-    sender: Any, request: HttpRequest, user: AbstractBaseUser, sociallogin: SocialLogin | None = None, **_: Any
+    sender: Any, request: HttpRequest, user: User, sociallogin: SocialLogin | None = None, **_: Any
 ) -> None:
     if sociallogin is None:
         return

@@ -123,6 +123,16 @@ class Login(LoginView):
         context["providers"] = sso.enabled_providers()
         return context
 
+    def render_to_response(self, context: dict[str, Any], **kwargs: Any) -> HttpResponse:
+        response = super().render_to_response(context, **kwargs)
+        # Browsers hold a form's redirects to `form-action` too: the providers' buttons post here
+        # and are sent on to the provider, whose origin the page must therefore allow.
+        origins = sso.origins(context["providers"])
+        if origins:
+            form_action = [*settings.SECURE_CSP.get("form-action", []), *origins]
+            response._csp_config = {**settings.SECURE_CSP, "form-action": form_action}  # type: ignore[attr-defined]
+        return response
+
 
 @require_POST
 def logout(request: HttpRequest) -> HttpResponse:
@@ -130,7 +140,11 @@ def logout(request: HttpRequest) -> HttpResponse:
     slug = request.session.get(sso.SESSION_KEY)
     auth_logout(request)
     elsewhere = sso.end_session_url(request, slug) if isinstance(slug, str) else None
-    return redirect(elsewhere or settings.LOGOUT_REDIRECT_URL)
+    if elsewhere is None:
+        return redirect(settings.LOGOUT_REDIRECT_URL)
+    # A page that moves on by itself rather than a redirect: the sign-out form's `form-action`
+    # would hold a redirect to another origin.
+    return render(request, "accounts/signing_out.html", {"url": elsewhere})
 
 
 def sso_refused(request: HttpRequest, message: str, status: int) -> HttpResponse:
