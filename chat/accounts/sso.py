@@ -175,16 +175,16 @@ class SocialAccountAdapter(DefaultSocialAccountAdapter):
         email = str(claims.get("email") or "").strip()
         if not email:
             raise _refuse(
-                request, f"{provider.label} did not share an e-mail address, so no Tessera account can be found."
+                request, "Your identity provider did not share an e-mail address, so no Tessera account can be found."
             )
         matches = list(get_user_model().objects.filter(email__iexact=email)[:2])
         if matches:
             if not email_verified(claims):
                 raise _refuse(
                     request,
-                    f"An account with the e-mail address {email} exists, but {provider.label} has not verified "
-                    "that address, so it cannot sign in to that account. Verify the address with your "
-                    "identity provider, or ask an administrator.",
+                    f"An account with the e-mail address {email} exists, but your identity provider has not "
+                    "verified that address, so it cannot sign in to that account. Verify the address with "
+                    "your identity provider, or ask an administrator.",
                 )
             if len(matches) > 1:
                 raise _refuse(request, f"Several Tessera accounts use {email}. Ask an administrator to sort this out.")
@@ -224,9 +224,7 @@ class AccountAdapter(DefaultAccountAdapter):
 
 
 @receiver(user_logged_in)
-def _signed_in(
-    sender: Any, request: HttpRequest, user: User, sociallogin: SocialLogin | None = None, **_: Any
-) -> None:
+def _signed_in(sender: Any, request: HttpRequest, user: User, sociallogin: SocialLogin | None = None, **_: Any) -> None:
     if sociallogin is None:
         return
     provider = OIDCProvider.objects.filter(slug=sociallogin.account.provider).first()

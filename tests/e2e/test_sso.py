@@ -18,7 +18,6 @@ import pytest
 from allauth.socialaccount.models import SocialAccount
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
-from django.core.cache import cache
 from playwright.sync_api import Browser, Page, Route, expect
 
 from chat.accounts.models import AccountSettings, OIDCProvider
@@ -78,14 +77,6 @@ def op(stack: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[OpenIDP
         log.close()
 
 
-@pytest.fixture(autouse=True)
-def fresh_account_settings() -> Iterator[None]:
-    # The row is cached in Redis, which outlives the database flush between browser tests.
-    cache.delete(AccountSettings.CACHE_KEY)
-    yield
-    cache.delete(AccountSettings.CACHE_KEY)
-
-
 def provider(op: OpenIDProvider, slug: str = "acme", **fields: Any) -> OIDCProvider:
     defaults = {
         "label": f"Sign in with {slug.title()}",
@@ -118,12 +109,23 @@ def groups_of(username: str) -> set[str]:
     return set(Group.objects.filter(user__username=username).values_list("name", flat=True))
 
 
-def test_first_sign_in_creates_the_user_maps_groups_and_signs_out(sso_page: Page, op: OpenIDProvider, stack: Any) -> None:
+def test_first_sign_in_creates_the_user_maps_groups_and_signs_out(
+    sso_page: Page, op: OpenIDProvider, stack: Any
+) -> None:
     page = sso_page
     acme = provider(op)
     for name in ("engineers", "sales", "staff-room"):
         Group.objects.create(name=name)
-    op.accounts({"alice": {"email": "alice@example.com", "email_verified": True, "name": "Alice Liddell", "groups": ["engineers", "no-such-group"]}})
+    op.accounts(
+        {
+            "alice": {
+                "email": "alice@example.com",
+                "email_verified": True,
+                "name": "Alice Liddell",
+                "groups": ["engineers", "no-such-group"],
+            }
+        }
+    )
 
     page.goto(stack.url + "/login/")
     button = page.get_by_test_id("sso-acme")
@@ -163,7 +165,9 @@ def test_first_sign_in_creates_the_user_maps_groups_and_signs_out(sso_page: Page
     assert acme.pk  # the provider row the whole flow went through
 
 
-def test_a_disabled_provider_has_no_button_and_its_callback_is_refused(sso_page: Page, op: OpenIDProvider, stack: Any) -> None:
+def test_a_disabled_provider_has_no_button_and_its_callback_is_refused(
+    sso_page: Page, op: OpenIDProvider, stack: Any
+) -> None:
     page = sso_page
     acme = provider(op)
     provider(op, "off", enabled=False)
@@ -257,7 +261,9 @@ def test_an_unverified_email_matching_an_account_is_refused(sso_page: Page, op: 
     assert SocialAccount.objects.get(uid="mallory").user_id == bob.pk
 
 
-def test_no_account_is_created_when_the_provider_does_not_allow_it(sso_page: Page, op: OpenIDProvider, stack: Any) -> None:
+def test_no_account_is_created_when_the_provider_does_not_allow_it(
+    sso_page: Page, op: OpenIDProvider, stack: Any
+) -> None:
     page = sso_page
     provider(op, create_users=False)
     op.accounts({"erin": {"email": "erin@example.com", "email_verified": True}})
@@ -268,7 +274,9 @@ def test_no_account_is_created_when_the_provider_does_not_allow_it(sso_page: Pag
     assert not get_user_model().objects.filter(email="erin@example.com").exists()
 
 
-def test_password_sign_in_off_leaves_it_to_superusers(browser: Browser, stack: Any, e2e_user: Any, op: OpenIDProvider) -> None:
+def test_password_sign_in_off_leaves_it_to_superusers(
+    browser: Browser, stack: Any, e2e_user: Any, op: OpenIDProvider
+) -> None:
     provider(op)
     get_user_model().objects.create_superuser("root", password=PASSWORD)
     staff = get_user_model().objects.create_user("stafford", password=PASSWORD, is_staff=True)
@@ -300,7 +308,9 @@ def test_password_sign_in_off_leaves_it_to_superusers(browser: Browser, stack: A
         page.wait_for_url(stack.url + "/")
 
 
-def test_sign_in_page_with_providers_passes_axe(browser: Browser, stack: Any, e2e_user: Any, op: OpenIDProvider) -> None:
+def test_sign_in_page_with_providers_passes_axe(
+    browser: Browser, stack: Any, e2e_user: Any, op: OpenIDProvider
+) -> None:
     provider(op)
     provider(op, "off", label="Sign in with Off (second provider)")
     # The refusal page answers 400, which the browser reports as a failed load.
@@ -310,7 +320,10 @@ def test_sign_in_page_with_providers_passes_axe(browser: Browser, stack: Any, e2
         check("login-sso")
         AccountSettings.objects.update_or_create(pk=1, defaults={"password_signin": False})
         page.goto(stack.url + "/login/")
-        check("login-sso-password-off", prepare=lambda: page.locator("details.admin-signin").evaluate("d => d.open = true"))
+        check(
+            "login-sso-password-off",
+            prepare=lambda: page.locator("details.admin-signin").evaluate("d => d.open = true"),
+        )
         page.goto(stack.url + "/accounts/sso/cancelled/")
         check("sso-refused")
         set_theme(page, "dark")
