@@ -129,7 +129,7 @@ class Login(LoginView):
         # and are sent on to the provider, whose origin the page must therefore allow.
         origins = sso.origins(context["providers"])
         if origins:
-            allowed: list[str] = list(settings.SECURE_CSP.get("form-action") or [])
+            allowed: list[str] = list(settings.SECURE_CSP.get("form-action") or [])  # type: ignore[call-overload]
             form_action = [*allowed, *origins]
             response._csp_config = {**settings.SECURE_CSP, "form-action": form_action}  # type: ignore[attr-defined]
         return response
