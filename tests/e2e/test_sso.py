@@ -260,6 +260,14 @@ def test_an_unverified_email_matching_an_account_is_refused(sso_page: Page, op: 
     page.wait_for_url(stack.url + "/")  # the provider's session and consent are remembered
     assert SocialAccount.objects.get(uid="mallory").user_id == bob.pk
 
+    # An admin disables the account: the link no longer gets anyone in.
+    get_user_model().objects.filter(pk=bob.pk).update(is_active=False)
+    page.goto(stack.url + "/login/")
+    page.get_by_test_id("sso-acme").click()
+    expect(page.get_by_test_id("sso-refused")).to_have_text("This account is disabled.")
+    page.goto(stack.url + "/")
+    page.wait_for_url(re.compile(r".*/login/.*"))
+
 
 def test_no_account_is_created_when_the_provider_does_not_allow_it(
     sso_page: Page, op: OpenIDProvider, stack: Any

@@ -155,6 +155,18 @@ def test_the_secret_is_encrypted_at_rest_and_handed_to_allauth_decrypted() -> No
     assert not SocialApp.objects.exists()  # allauth's own table is never used
 
 
+def test_the_secret_is_redacted_from_errors_and_checked_by_check_secrets() -> None:
+    from core import secrets_check
+    from core.redact import redact
+
+    provider = _provider()
+    OIDCProvider.objects.get(pk=provider.pk).client_secret  # noqa: B018 - decrypting registers it
+    assert SECRET not in redact(f"invalid_client: client_secret {SECRET} was refused")
+    report = secrets_check.check()
+    assert report.ok
+    assert {f.label: f.checked for f in report.fields}["accounts.OIDCProvider.client_secret"] == 1
+
+
 def test_only_enabled_providers_are_apps() -> None:
     _provider()
     _provider("off", enabled=False)
