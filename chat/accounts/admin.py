@@ -73,7 +73,6 @@ class OIDCProviderAdmin(admin.ModelAdmin):
     list_editable = ["enabled", "order"]
     list_filter = ["enabled"]
     search_fields = ["label", "slug", "issuer", "client_id"]
-    prepopulated_fields = {"slug": ["label"]}
     readonly_fields = ["redirect_uri"]
 
     @admin.display(description="redirect URI")

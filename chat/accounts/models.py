@@ -55,7 +55,8 @@ def _forget(**_: Any) -> None:
 
 
 def _slug_help() -> str:
-    return "Part of the redirect URI to register at the provider: /accounts/oidc/<slug>/login/callback/."
+    # Admin shows help texts as HTML: no angle brackets.
+    return "A short name, part of the redirect URI to register at the provider: /accounts/oidc/SLUG/login/callback/."
 
 
 class OIDCProvider(models.Model):

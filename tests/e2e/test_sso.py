@@ -23,7 +23,7 @@ from playwright.sync_api import Browser, Page, Route, expect
 from chat.accounts.models import AccountSettings, OIDCProvider
 
 from .axe import set_theme
-from .conftest import PASSWORD, browser_page, shot
+from .conftest import PASSWORD, browser_page, login, shot
 from .test_accessibility import Checker
 
 pytestmark = pytest.mark.e2e
@@ -336,3 +336,43 @@ def test_sign_in_page_with_providers_passes_axe(
         check("sso-refused")
         set_theme(page, "dark")
         check.assert_clean()
+
+
+def test_an_admin_adds_a_provider_in_admin_and_turns_password_sign_in_off(
+    browser: Browser, stack: Any, e2e_user: Any, op: OpenIDProvider
+) -> None:
+    get_user_model().objects.create_superuser("root", password=PASSWORD)
+    Group.objects.create(name="engineers")
+    op.accounts({"frank": {"email": "frank@example.com", "email_verified": True, "groups": ["engineers"]}})
+
+    with browser_page(browser, stack.url, signed_in=False) as admin:
+        login(admin, stack.url, "root")
+        admin.goto(stack.url + "/admin/accounts/oidcprovider/add/")
+        admin.fill("#id_label", "Sign in with Acme SSO")
+        admin.fill("#id_slug", "acme")
+        admin.fill("#id_issuer", op.issuer)
+        admin.fill("#id_client_id", "tessera-acme")
+        admin.fill("#id_client_secret", SECRET)
+        admin.fill("#id_scopes", "openid email profile groups")
+        admin.check("#id_create_users")
+        shot(admin, "sso-admin-add", full_page=True)
+        admin.get_by_role("button", name="Save and continue editing").click()
+        expect(admin.locator(".messagelist")).to_contain_text("was added successfully")
+        # The secret is never sent back to the page: a mask in the placeholder, an empty field.
+        expect(admin.locator("#id_client_secret")).to_have_value("")
+        assert SECRET not in admin.content()
+        expect(admin.locator(".field-redirect_uri")).to_contain_text("/accounts/oidc/acme/login/callback/")
+        shot(admin, "sso-admin-change", full_page=True)
+
+        admin.goto(stack.url + "/admin/accounts/accountsettings/")
+        admin.uncheck("#id_password_signin")
+        admin.get_by_role("button", name="Save", exact=True).click()
+        expect(admin.locator(".messagelist")).to_contain_text("changed successfully")
+
+    with browser_page(browser, stack.url, signed_in=False, allow_console=PROVIDER_NOISE) as page:
+        page.goto(stack.url + "/login/")
+        expect(page.locator("#id_password")).to_be_hidden()
+        page.get_by_test_id("sso-acme").click()
+        sign_in_at_provider(page, "frank")
+        page.wait_for_url(stack.url + "/")
+        assert groups_of(get_user_model().objects.get(email="frank@example.com").username) == {"engineers"}
