@@ -332,8 +332,6 @@ AXES_DISABLE_ACCESS_LOG = True
 # Providers are OIDCProvider rows an admin adds in Django admin, fed to allauth by the adapter.
 SOCIALACCOUNT_ADAPTER = "chat.accounts.sso.SocialAccountAdapter"
 ACCOUNT_ADAPTER = "chat.accounts.sso.AccountAdapter"
-# The callback is /accounts/oidc/<slug>/login/callback/: the redirect URI to register.
-SOCIALACCOUNT_OPENID_CONNECT_URL_PREFIX = "oidc"
 # Existing accounts are matched by the adapter (verified e-mail only), never by allauth.
 SOCIALACCOUNT_EMAIL_AUTHENTICATION = False
 SOCIALACCOUNT_EMAIL_AUTHENTICATION_AUTO_CONNECT = False

@@ -1,7 +1,11 @@
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from typing import Any
 
+import requests
+from allauth.socialaccount.providers.openid_connect import views as oidc_views
 from axes.handlers.proxy import AxesProxyHandler
 from django.conf import settings
 from django.contrib import messages
@@ -14,16 +18,18 @@ from django.db import IntegrityError, transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse_lazy
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from chat.shares import shares_of
 from core.http import AuthedRequest
+from core.redact import redact
 from toolsets.models import ApiToken
 
 from . import ratelimit, sso, throttle
 from .forms import NameForm, SignupForm
 from .models import AccountSettings
 
+log = logging.getLogger(__name__)
 SIGNUPS_PER_HOUR = 10
 REVOKED_KEY = "tokens_revoked_by_password_change"
 
@@ -150,6 +156,30 @@ def logout(request: HttpRequest) -> HttpResponse:
 
 def sso_refused(request: HttpRequest, message: str, status: int) -> HttpResponse:
     return render(request, "accounts/sso_refused.html", {"message": message}, status=status)
+
+
+UNREACHABLE = "Your identity provider could not be reached, or its answer made no sense. Try again later."
+
+
+def _provider_call(
+    view: Callable[[HttpRequest, str], HttpResponse], request: HttpRequest, provider_id: str
+) -> HttpResponse:
+    # Allauth reads the provider's discovery document before it redirects there; a provider that
+    # is down, or answers something other than a discovery document, would otherwise be a 500.
+    try:
+        return view(request, provider_id)
+    except (requests.RequestException, ValueError, KeyError, TypeError) as exc:
+        log.warning("Identity provider %s failed: %s", provider_id[:40], redact(repr(exc)))
+        return sso_refused(request, UNREACHABLE, 502)
+
+
+def sso_begin(request: HttpRequest, provider_id: str) -> HttpResponse:
+    return _provider_call(oidc_views.login, request, provider_id)
+
+
+@require_GET
+def sso_callback(request: HttpRequest, provider_id: str) -> HttpResponse:
+    return _provider_call(oidc_views.callback, request, provider_id)
 
 
 # Pages allauth sends a browser to by name (allauth's own are not routed).

@@ -385,3 +385,13 @@ def test_sign_out_needs_a_post(client: Client) -> None:
     client.force_login(_user())
     assert client.get("/logout/").status_code == 405
     assert client.get("/").status_code == 200
+
+
+def test_an_unreachable_provider_is_a_clear_error_not_a_crash() -> None:
+    _provider(issuer=f"http://127.0.0.1:{_closed_port()}")
+    client = Client(raise_request_exception=False)
+    response = client.post("/accounts/oidc/acme/login/")
+    assert response.status_code == 502
+    assert "could not be reached" in response.content.decode()
+    callback = client.get("/accounts/oidc/acme/login/callback/?code=x&state=y")
+    assert callback.status_code in (401, 502)
