@@ -174,6 +174,11 @@ def _provider_call(
 
 
 def sso_begin(request: HttpRequest, provider_id: str) -> HttpResponse:
+    # Allauth would also connect a provider to the signed-in account ("connect") or only check
+    # an identity ("redirect"); Tessera has no page for either: a sign-in is all it starts.
+    process = request.POST.get("process") or request.GET.get("process") or "login"
+    if process != "login":
+        return sso_refused(request, "Only signing in is supported here.", 400)
     return _provider_call(oidc_views.login, request, provider_id)
 
 

@@ -395,3 +395,12 @@ def test_an_unreachable_provider_is_a_clear_error_not_a_crash() -> None:
     assert "could not be reached" in response.content.decode()
     callback = client.get("/accounts/oidc/acme/login/callback/?code=x&state=y")
     assert callback.status_code in (401, 502)
+
+
+@pytest.mark.parametrize("process", ["connect", "redirect", "anything"])
+def test_only_a_sign_in_can_be_started(client: Client, process: str) -> None:
+    _provider()
+    client.force_login(_user())
+    response = client.post(f"/accounts/oidc/acme/login/?process={process}")
+    assert response.status_code == 400 and "Only signing in" in response.content.decode()
+    assert client.post("/accounts/oidc/acme/login/", {"process": process}).status_code == 400
