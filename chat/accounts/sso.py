@@ -28,6 +28,7 @@ from allauth.socialaccount.models import SocialApp, SocialLogin
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, User
 from django.db import transaction
+from django.db.models.signals import pre_delete
 from django.dispatch import receiver
 from django.http import HttpRequest
 from django.shortcuts import render
@@ -136,6 +137,25 @@ def sync_groups(user: User, provider: OIDCProvider, claims: dict[str, Any]) -> t
         removed = {group for group in stale if group.pk not in still_given and group in member_of}
         user.groups.remove(*removed)  # type: ignore[attr-defined]
     return {g.name for g in added}, {g.name for g in removed}
+
+
+def forget_provider(provider: OIDCProvider) -> int:
+    """Takes away the memberships only this provider gave (before it is deleted: its records go
+    with it, and what it gave would otherwise look given by hand). Returns how many."""
+    removed = 0
+    with transaction.atomic():
+        for row in ProviderGroup.objects.filter(provider=provider).select_related("user", "group"):
+            others = ProviderGroup.objects.filter(user=row.user, group=row.group).exclude(provider=provider)
+            if not others.exists():
+                row.user.groups.remove(row.group)
+                removed += 1
+        ProviderGroup.objects.filter(provider=provider).delete()
+    return removed
+
+
+@receiver(pre_delete, sender=OIDCProvider)
+def _provider_deleted(sender: Any, instance: OIDCProvider, **_: Any) -> None:
+    forget_provider(instance)
 
 
 def _refuse(request: HttpRequest, message: str, status: int = 403) -> ImmediateHttpResponse:

@@ -404,3 +404,16 @@ def test_only_a_sign_in_can_be_started(client: Client, process: str) -> None:
     response = client.post(f"/accounts/oidc/acme/login/?process={process}")
     assert response.status_code == 400 and "Only signing in" in response.content.decode()
     assert client.post("/accounts/oidc/acme/login/", {"process": process}).status_code == 400
+
+
+def test_deleting_a_provider_takes_away_only_what_it_alone_gave() -> None:
+    acme, other = _provider(), _provider("other")
+    for name in ("eng", "shared", "hand"):
+        Group.objects.create(name=name)
+    alice = _user()
+    alice.groups.add(Group.objects.get(name="hand"))
+    sso.sync_groups(alice, acme, {"groups": ["eng", "shared", "hand"]})
+    ProviderGroup.objects.create(user=alice, group=Group.objects.get(name="shared"), provider=other)
+    acme.delete()
+    assert _groups(alice) == {"shared", "hand"}
+    assert not ProviderGroup.objects.filter(provider_id=acme.pk).exists()
