@@ -376,3 +376,19 @@ def test_an_admin_adds_a_provider_in_admin_and_turns_password_sign_in_off(
         sign_in_at_provider(page, "frank")
         page.wait_for_url(stack.url + "/")
         assert groups_of(get_user_model().objects.get(email="frank@example.com").username) == {"engineers"}
+
+
+def test_sign_in_page_with_providers_on_a_phone(
+    browser: Browser, stack: Any, e2e_user: Any, op: OpenIDProvider
+) -> None:
+    provider(op, label="Sign in with Acme Corporation's very long single sign-on name")
+    provider(op, "off", label="Keycloak")
+    phone = {"viewport": {"width": 375, "height": 740}, "device_scale_factor": 2, "is_mobile": True, "has_touch": True}
+    with browser_page(browser, stack.url, signed_in=False, **phone) as page:
+        page.goto(stack.url + "/login/")
+        expect(page.get_by_test_id("sso-acme")).to_be_visible()
+        # Nothing wider than the screen: a long label wraps inside its button.
+        assert page.evaluate("document.documentElement.scrollWidth") <= 375
+        box = page.get_by_test_id("sso-acme").bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 375
+        shot(page, "sso-login-phone", full_page=True)
