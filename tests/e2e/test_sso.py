@@ -383,7 +383,12 @@ def test_sign_in_page_with_providers_on_a_phone(
 ) -> None:
     provider(op, label="Sign in with Acme Corporation's very long single sign-on name")
     provider(op, "off", label="Keycloak")
-    phone = {"viewport": {"width": 375, "height": 740}, "device_scale_factor": 2, "is_mobile": True, "has_touch": True}
+    phone: dict[str, Any] = {
+        "viewport": {"width": 375, "height": 740},
+        "device_scale_factor": 2,
+        "is_mobile": True,
+        "has_touch": True,
+    }
     with browser_page(browser, stack.url, signed_in=False, **phone) as page:
         page.goto(stack.url + "/login/")
         expect(page.get_by_test_id("sso-acme")).to_be_visible()
