@@ -231,6 +231,14 @@ def test_a_wrong_state_is_refused(sso_page: Page, op: OpenIDProvider, stack: Any
     shot(page, "sso-wrong-state")
     assert not get_user_model().objects.filter(email="dave@example.com").exists()
 
+    # The genuine answer in someone else's browser (a sign-in forced on a victim) is refused too:
+    # its state belongs to the session that started the sign-in.
+    other = page.context.browser.new_context()  # type: ignore[union-attr]
+    stranger = other.new_page()
+    replayed = stranger.goto(genuine)
+    assert replayed is not None and replayed.status == 401
+    other.close()
+
     # The genuine state still works, so the refusal above was the state's doing.
     page.goto(genuine)
     page.wait_for_url(stack.url + "/")
