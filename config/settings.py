@@ -108,6 +108,12 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "axes",
+    # Single sign-on with OpenID Connect (chat/accounts/sso.py): allauth's social accounts and
+    # its generic OpenID Connect provider; its own password pages are not routed.
+    "allauth",
+    "allauth.account",
+    "allauth.socialaccount",
+    "allauth.socialaccount.providers.openid_connect",
     "django_htmx",
     "channels",
     "chat",
@@ -134,6 +140,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Allauth's request context (the sign-in flow's state) and its early responses.
+    "allauth.account.middleware.AccountMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     # Last: turns an attempt the sign-in throttle refused into its lockout response.
@@ -290,6 +298,8 @@ UPLOAD_PATHS = frozenset({"/files/"})
 AUTHENTICATION_BACKENDS = [
     # First: refuses a locked-out account or address before any password or token is checked.
     "axes.backends.AxesStandaloneBackend",
+    # While password sign-in is off (Admin → Account settings), refuses everyone but superusers.
+    "chat.accounts.backends.PasswordSignInPolicy",
     "django.contrib.auth.backends.ModelBackend",
     "toolsets.auth.ApiTokenBackend",
 ]
@@ -317,6 +327,23 @@ AXES_SENSITIVE_PARAMETERS = [
 # Axes's own log of every successful sign-in would be one more row per sign-in; failures and
 # lockouts are what an admin needs (Admin → Axes).
 AXES_DISABLE_ACCESS_LOG = True
+
+# --- Single sign-on (django-allauth; chat/accounts/sso.py) -----------------------------------
+# Providers are OIDCProvider rows an admin adds in Django admin, fed to allauth by the adapter.
+SOCIALACCOUNT_ADAPTER = "chat.accounts.sso.SocialAccountAdapter"
+ACCOUNT_ADAPTER = "chat.accounts.sso.AccountAdapter"
+# Existing accounts are matched by the adapter (verified e-mail only), never by allauth.
+SOCIALACCOUNT_EMAIL_AUTHENTICATION = False
+SOCIALACCOUNT_EMAIL_AUTHENTICATION_AUTO_CONNECT = False
+SOCIALACCOUNT_AUTO_SIGNUP = True
+# Tessera sends no mail: the provider is who vouches for an address.
+ACCOUNT_EMAIL_VERIFICATION = "none"
+SOCIALACCOUNT_EMAIL_VERIFICATION = "none"
+ACCOUNT_SIGNUP_FIELDS = ["email", "username*"]
+# Access and refresh tokens are not kept: Tessera asks the provider who someone is, nothing more.
+SOCIALACCOUNT_STORE_TOKENS = False
+# Signing in starts with a POST from the sign-in page's form (CSRF-protected), never a GET.
+SOCIALACCOUNT_LOGIN_ON_GET = False
 
 if env_bool("TESSERA_FAST_PASSWORD_HASHER", False):
     # Tests only: a deliberately weak hasher so creating users does not dominate test time.
