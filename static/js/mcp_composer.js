@@ -100,6 +100,9 @@
       showPanel(html, "menu");
       input().setAttribute("aria-controls", "mcp-prompt-list");
       activate(options().length ? 0 : -1);
+      var count = options().length;
+      var status = byId("attach-status");
+      if (status) status.textContent = count === 1 ? "1 prompt" : count + " prompts";
     }).catch(function (err) { alertBox(err.message); });
   }
   function choose(option) {
@@ -127,6 +130,11 @@
       clearTimeout(suggestTimers.get(field));
       suggestTimers.set(field, setTimeout(function () { suggest(field); }, SUGGEST_MS));
     }
+  });
+
+  // The textarea is the menu's text box: it says it completes from a list it controls.
+  document.addEventListener("DOMContentLoaded", function () {
+    if (root() && input()) input().setAttribute("aria-autocomplete", "list");
   });
 
   // Capture: before the composer's own Enter (send) and Escape (stop) handling.

@@ -6,7 +6,7 @@ same after a reload, and free of serious accessibility violations."""
 from __future__ import annotations
 
 import re
-import sys
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -14,21 +14,32 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from chat.models import Chat
-from tests.toolsets.mcp.conftest import register
+from tests.toolsets.mcp.conftest import Restartable, register
 from tests.toolsets.mcp.test_prompts import PROMPT_SERVER
 
 from .axe import axe_violations, blocking
 from .conftest import normalized_messages, send, shot, wait_socket, wait_turn_done
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(400)]
 
 
-def _chat_with_server(owner: Any) -> Chat:
+@pytest.fixture
+def prompt_server() -> Iterator[Restartable]:
+    # Over streamable HTTP: one server process for the whole test (a stdio server is started
+    # for each of the page's requests, which costs seconds on a busy machine).
+    server = Restartable(PROMPT_SERVER, "http", "{port}")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _chat_with_server(owner: Any, server: Restartable) -> Chat:
+    url = f"http://127.0.0.1:{server.port}/mcp"
     # Off Playwright's thread, which runs its own event loop.
     with ThreadPoolExecutor(1) as thread:
-        thread.submit(
-            register, name="Prompt server", slug="ps", transport="stdio", command=sys.executable, args=[str(PROMPT_SERVER)]
-        ).result()
+        thread.submit(register, name="Prompt server", slug="ps", transport="http", url=url).result()
     return Chat.objects.create(owner=owner, title="Prompts", enabled_tools={"mcp_ps": ["toolset__mcp_ps__echo"]})
 
 
@@ -38,10 +49,10 @@ def _no_blocking(page: Page, selector: str) -> None:
 
 
 def test_slash_menu_by_keyboard_completion_and_a_prompt_with_an_image(
-    axe_signed_in: Page, stack: Any, e2e_user: Any
+    axe_signed_in: Page, stack: Any, e2e_user: Any, prompt_server: Restartable
 ) -> None:
     page = axe_signed_in
-    chat = _chat_with_server(e2e_user)
+    chat = _chat_with_server(e2e_user, prompt_server)
     page.goto(f"{stack.url}/chats/{chat.pk}/")
     wait_socket(page)
     box = page.locator("#composer-input")
@@ -114,10 +125,10 @@ def test_slash_menu_by_keyboard_completion_and_a_prompt_with_an_image(
 
 
 def test_resource_picker_attaches_a_resource_and_a_template_and_reload_shows_them(
-    axe_signed_in: Page, stack: Any, e2e_user: Any
+    axe_signed_in: Page, stack: Any, e2e_user: Any, prompt_server: Restartable
 ) -> None:
     page = axe_signed_in
-    chat = _chat_with_server(e2e_user)
+    chat = _chat_with_server(e2e_user, prompt_server)
     page.goto(f"{stack.url}/chats/{chat.pk}/")
     wait_socket(page)
     button = page.get_by_test_id("mcp-resources-button")
