@@ -11,14 +11,16 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
+from django.core.cache import cache
 from playwright.sync_api import Page, expect
 
 from chat.models import Chat
 from tests.toolsets.mcp.conftest import Restartable, register
 from tests.toolsets.mcp.test_prompts import PROMPT_SERVER
+from toolsets.files.models import FileLimits
 
 from .axe import axe_violations, blocking
-from .conftest import normalized_messages, send, shot, wait_socket, wait_turn_done
+from .conftest import normalized_messages, send_and_wait, shot, wait_socket, wait_turn_done
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(400)]
 
@@ -113,7 +115,9 @@ def test_slash_menu_by_keyboard_completion_and_a_prompt_with_an_image(
     expect(chips).to_have_count(2)
     expect(page.locator(".file-chip.is-ready")).to_have_count(2, timeout=30_000)
     shot(page, "mcp-prompt-inserted")
+    before = page.locator(".turn").count()
     page.keyboard.press("Enter")
+    page.wait_for_function(f"() => document.querySelectorAll('.turn').length > {before}", timeout=20_000)
     wait_turn_done(page)
     expect(page.locator("body")).not_to_have_class(re.compile(r"\bis-running\b"), timeout=30_000)
     expect(page.get_by_test_id("message-file")).to_have_count(2)
@@ -160,11 +164,18 @@ def test_resource_picker_attaches_a_resource_and_a_template_and_reload_shows_the
     expect(page.get_by_test_id("attach-chip")).to_have_count(2, timeout=20_000)
     expect(page.locator(".file-chip.is-ready")).to_have_count(2, timeout=30_000)
 
-    # A resource too large for the admin's limit: a clear message, nothing attached.
+    # A resource over the admin's file limit: a clear message, nothing attached.
+    FileLimits.objects.update_or_create(pk=1, defaults={"max_file_mb": 1})
+    cache.delete(FileLimits.CACHE_KEY)
     button.click()
     expect(picker).to_be_visible(timeout=20_000)
-    send(page, "What do these say?")
-    wait_turn_done(page)
+    picker.get_by_role("button", name="Attach Too big").click()
+    expect(page.get_by_test_id("mcp-alert")).to_contain_text("larger than 1 MB", timeout=20_000)
+    expect(page.get_by_test_id("attach-chip")).to_have_count(2)
+    page.keyboard.press("Escape")
+    expect(picker).to_be_hidden()
+    expect(button).to_be_focused()
+    send_and_wait(page, "What do these say?")
     expect(page.get_by_test_id("message-file")).to_have_count(2, timeout=20_000)
     live = normalized_messages(page)
     page.reload()
