@@ -159,7 +159,8 @@
       }
       return;
     }
-    if (e.key === "Escape" && panel().contains(e.target)) {
+    var outside = e.target === document.body || e.target === byId("mcp-resources-btn");
+    if (e.key === "Escape" && (panel().contains(e.target) || outside)) {
       e.preventDefault();
       e.stopImmediatePropagation();
       var back = panelKind === "picker" ? byId("mcp-resources-btn") : null;
@@ -216,6 +217,7 @@
       if (button) button.disabled = false;
       if (body.error) {
         alertBox(body.error);
+        if (button && button.isConnected) button.focus();  // disabling it lost the focus
         if (body.form) {
           showPanel(body.form, "form");
           var bad = panel().querySelector("[aria-invalid=true]");
