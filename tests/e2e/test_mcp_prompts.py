@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from django.core.cache import cache
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Browser, Page, expect
 
 from chat.models import Chat
 from tests.toolsets.mcp.conftest import Restartable, register
@@ -20,7 +20,7 @@ from tests.toolsets.mcp.test_prompts import PROMPT_SERVER
 from toolsets.files.models import FileLimits
 
 from .axe import axe_violations, blocking
-from .conftest import normalized_messages, send_and_wait, shot, wait_socket, wait_turn_done
+from .conftest import browser_page, normalized_messages, send_and_wait, shot, wait_socket, wait_turn_done
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(400)]
 
@@ -35,6 +35,18 @@ def prompt_server() -> Iterator[Restartable]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def refusing_page(browser: Browser, stack: Any, e2e_user: Any) -> Iterator[Page]:
+    """Signed in, axe-ready, and expecting the browser to log the 413 of a refused resource."""
+    with browser_page(
+        browser,
+        stack.url,
+        bypass_csp=True,
+        allow_console=("Failed to load resource: the server responded with a status of 413",),
+    ) as found:
+        yield found
 
 
 def _chat_with_server(owner: Any, server: Restartable) -> Chat:
@@ -129,9 +141,9 @@ def test_slash_menu_by_keyboard_completion_and_a_prompt_with_an_image(
 
 
 def test_resource_picker_attaches_a_resource_and_a_template_and_reload_shows_them(
-    axe_signed_in: Page, stack: Any, e2e_user: Any, prompt_server: Restartable
+    refusing_page: Page, stack: Any, e2e_user: Any, prompt_server: Restartable
 ) -> None:
-    page = axe_signed_in
+    page = refusing_page
     chat = _chat_with_server(e2e_user, prompt_server)
     page.goto(f"{stack.url}/chats/{chat.pk}/")
     wait_socket(page)
