@@ -112,6 +112,11 @@ async def cached_list(found: Source, user_id: int, method: str, key: str) -> lis
 
 def _lister(method: str, cursor: str | None) -> Callable[[Any], Awaitable[Any]]:
     async def send(client: Any) -> Any:
+        # A server without the capability would answer "method not found": it lists nothing.
+        capabilities = client.server_capabilities
+        offered = capabilities.prompts if method == "prompts/list" else capabilities.resources
+        if offered is None:
+            return _Empty()
         call = {
             "prompts/list": client.list_prompts,
             "resources/list": client.list_resources,

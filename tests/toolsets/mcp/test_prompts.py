@@ -245,3 +245,19 @@ def test_server_everythings_prompts_completions_and_templates(transactional_db: 
     )
     assert made.status_code == 201, made.content
     assert json.loads(made.content)["files"][0]["kind"] == "text"
+
+
+def test_a_server_with_tools_only_shows_no_prompts_and_no_error(transactional_db: Any, user: Any) -> None:
+    register(
+        name="Echo",
+        slug="echo",
+        transport="stdio",
+        command=sys.executable,
+        args=[str(Path(__file__).with_name("echo_server.py"))],
+    )
+    chat = _chat(user, "mcp_echo")
+    client = _client(user)
+    menu = client.get(f"/toolsets/mcp/chats/{chat.pk}/prompts/").content.decode()
+    assert "offer no prompts" in menu and "mcp-problem" not in menu
+    picker = client.get(f"/toolsets/mcp/chats/{chat.pk}/resources/").content.decode()
+    assert "offer no resources" in picker and "mcp-problem" not in picker
