@@ -49,11 +49,11 @@ def picture() -> list[object]:
     return [
         UserMessage("Is this an example?"),
         AssistantMessage("Yes, <script>alert(1)</script> it is."),
-        UserMessage(content=ImageContent(type="image", data=PIXEL, mimeType="image/png")),
+        UserMessage(content=ImageContent(type="image", data=PIXEL, mime_type="image/png")),
         UserMessage(
             content=EmbeddedResource(
                 type="resource",
-                resource=TextResourceContents(uri="notes://style", mimeType="text/plain", text="Be brief."),
+                resource=TextResourceContents(uri="notes://style", mime_type="text/plain", text="Be brief."),
             )
         ),
         UserMessage("What colour is this pixel?"),
