@@ -8,6 +8,8 @@ use (`prompts.sources`): a server an admin keeps from the user is never asked fo
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from functools import wraps
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -23,10 +25,12 @@ from chat.exchanges import BUSY, enabled_models, exchange_views, lock_idle
 from chat.models import Chat, Turn
 from core.http import AuthedRequest
 from core.redact import redact
+from toolsets import availability
 from toolsets.base import ToolFailure
 from toolsets.files.views import file_json
 
 from . import prompts, resources
+from .models import MCPServer
 from .prompts import Prompt, Source
 
 log = logging.getLogger(__name__)
@@ -43,14 +47,48 @@ def _chat(request: AuthedRequest, chat_id: int) -> Chat:
 
 def _source(request: AuthedRequest, chat: Chat, slug: str) -> Source:
     found = prompts.source(request.user.pk, chat.enabled_tools, slug)
-    if found is None:
+    if found is not None:
+        return found
+    server = MCPServer.objects.filter(slug=slug, enabled=True).first()
+    state = availability.for_toolset(request.user.pk, server.toolset_id) if server else None
+    if (
+        server is None
+        or state is None
+        or state.blocked_by_admin
+        or not (chat.enabled_tools or {}).get(server.toolset_id)
+    ):
         # Not selected, not allowed, or not there: the same answer, so nothing is learnt.
         raise Http404
-    return found
+    # The user's server, out of reach for now (unreachable, needs their key or connection).
+    raise Unreachable(f"{server.name} is not available to you now ({state.reason}).", status=409)
 
 
 def _error(message: str, status: int = 400) -> JsonResponse:
     return JsonResponse({"error": redact(message)}, status=status)
+
+
+class Unreachable(Exception):
+    """The server could not be asked what the request names (its list failed, or it is not
+    available to the user now)."""
+
+    def __init__(self, message: str, status: int = 502) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _answers_failures(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """A server that cannot be reached is a 502 with its reason, never a 500 nor a 404."""
+
+    @wraps(view)
+    def wrapped(request: AuthedRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        try:
+            return view(request, *args, **kwargs)
+        except Unreachable as exc:
+            if request.method == "POST":
+                return _error(str(exc), status=exc.status)
+            return HttpResponse(redact(str(exc)), status=exc.status)
+
+    return wrapped
 
 
 # --- Prompts -----------------------------------------------------------------------------------
@@ -72,8 +110,10 @@ def prompt_menu(request: AuthedRequest, chat_id: int) -> HttpResponse:
 
 def _prompt(request: AuthedRequest, chat: Chat, slug: str, name: str) -> tuple[Source, Prompt]:
     found = _source(request, chat, slug)
-    listed, _ = async_to_sync(prompts.list_prompts)([found], request.user.pk)
+    listed, problems = async_to_sync(prompts.list_prompts)([found], request.user.pk)
     prompt = prompts.find_prompt(listed, slug, name)
+    if prompt is None and problems:
+        raise Unreachable(problems[0])
     if prompt is None:
         raise Http404
     return found, prompt
@@ -81,6 +121,7 @@ def _prompt(request: AuthedRequest, chat: Chat, slug: str, name: str) -> tuple[S
 
 @login_required
 @require_GET
+@_answers_failures
 def prompt_form(request: AuthedRequest, chat_id: int, slug: str) -> HttpResponse:
     chat = _chat(request, chat_id)
     _, prompt = _prompt(request, chat, slug, request.GET.get("name", ""))
@@ -94,6 +135,7 @@ def _form_context(chat: Chat, prompt: Prompt, values: dict[str, str], errors: di
 
 @login_required
 @require_GET
+@_answers_failures
 def complete(request: AuthedRequest, chat_id: int, slug: str) -> HttpResponse:
     """Suggestions for one argument of a prompt (`prompt=`) or a resource template
     (`template=`), given what is typed (`value`) and the form's other values (`ctx.<name>`)."""
@@ -129,6 +171,7 @@ def complete(request: AuthedRequest, chat_id: int, slug: str) -> HttpResponse:
 
 @login_required
 @require_POST
+@_answers_failures
 def use_prompt(request: AuthedRequest, chat_id: int, slug: str) -> HttpResponse:
     """`prompts/get` with the form's arguments; its messages go into the conversation (answered
     ones as exchanges, the last question into the composer with its files as chips)."""
@@ -173,8 +216,10 @@ def use_prompt(request: AuthedRequest, chat_id: int, slug: str) -> HttpResponse:
 
 
 def _find_template(request: AuthedRequest, found: Source, uri_template: str) -> resources.Template:
-    _, templates, _ = async_to_sync(resources.list_resources)([found], request.user.pk)
+    _, templates, problems = async_to_sync(resources.list_resources)([found], request.user.pk)
     template = next((t for t in templates if t.uri_template == uri_template), None)
+    if template is None and problems:
+        raise Unreachable(problems[0])
     if template is None:
         raise Http404
     return template
@@ -198,6 +243,7 @@ def resource_picker(request: AuthedRequest, chat_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
+@_answers_failures
 def attach_resource(request: AuthedRequest, chat_id: int, slug: str) -> HttpResponse:
     """Reads a resource (`uri`, or a template `template` with `var.<name>` values) and stores
     its contents as the user's files, for the composer's chips."""
@@ -215,8 +261,10 @@ def attach_resource(request: AuthedRequest, chat_id: int, slug: str) -> HttpResp
         uri = request.POST.get("uri", "")
         if not resources.valid_uri(uri):
             return _error("That is not a resource address.")
-        listed, _, _ = async_to_sync(resources.list_resources)([found], request.user.pk)
+        listed, _, problems = async_to_sync(resources.list_resources)([found], request.user.pk)
         match = next((r for r in listed if r.uri == uri), None)
+        if match is None and problems:
+            return _error(problems[0], status=502)
         if match is None:
             # Only what the server listed (a template's addresses come through its form).
             return _error(f"{found.server.name} does not list that resource.", status=404)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.core.cache import cache
+from mcp_types import PromptReference, ResourceTemplateReference
 
 from toolsets import availability
 from toolsets.base import ToolFailure
@@ -22,6 +23,7 @@ from toolsets.base import ToolFailure
 from .catalog import ServerSpec, clean_text
 from .client import access_for
 from .connection import Connection
+from .errors import describe
 from .models import MCPServer
 
 MAX_ITEMS = 200
@@ -74,6 +76,10 @@ async def request(found: Source, user_id: int, send: Callable[[Any], Awaitable[A
     connection = Connection(found.spec, access_for(found.spec, user_id, found.api_key))
     try:
         return await connection._request(send, found.spec.timeout_s)
+    except ToolFailure:
+        raise
+    except Exception as exc:  # a malformed answer, a broken stream: the user's request fails
+        raise ToolFailure(f"{found.spec.name}: the request failed ({describe(exc)}).") from None
     finally:
         await connection.close()
 
@@ -225,8 +231,6 @@ async def complete(
 ) -> list[str]:
     """`completion/complete` for a prompt's or a resource template's argument: the server's
     suggestions (cleaned, bounded). A server without completions suggests nothing."""
-    from mcp_types import PromptReference, ResourceTemplateReference
-
     reference: Any = (
         PromptReference(type="ref/prompt", name=ref["name"])
         if ref["type"] == "ref/prompt"
@@ -245,6 +249,8 @@ async def complete(
 
 
 class _Empty:
+    """The result of a request a server cannot answer (no such capability): nothing."""
+
     def model_dump(self, **_: Any) -> dict[str, Any]:
         return {}
 

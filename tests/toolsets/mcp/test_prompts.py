@@ -261,3 +261,24 @@ def test_a_server_with_tools_only_shows_no_prompts_and_no_error(transactional_db
     assert "offer no prompts" in menu and "mcp-problem" not in menu
     picker = client.get(f"/toolsets/mcp/chats/{chat.pk}/resources/").content.decode()
     assert "offer no resources" in picker and "mcp-problem" not in picker
+
+
+def test_a_server_that_went_away_is_a_clear_502_and_the_menu_says_so(transactional_db: Any, user: Any) -> None:
+    running = Restartable(PROMPT_SERVER, "http", "{port}")
+    running.start()
+    try:
+        register(name="Gone", slug="gone", transport="http", url=f"http://127.0.0.1:{running.port}/mcp")
+    finally:
+        running.stop()
+    chat = _chat(user, "mcp_gone")
+    client = _client(user)
+    menu = client.get(f"/toolsets/mcp/chats/{chat.pk}/prompts/")
+    assert menu.status_code == 200 and "mcp-problem" in menu.content.decode()
+    used = client.post(f"/toolsets/mcp/chats/{chat.pk}/gone/prompt/use/", {"name": "review", "arg.language": "c"})
+    # The failed listing marked it unreachable for a while: said so, as a conflict, not a 500.
+    assert used.status_code in (409, 502) and "Gone" in used.json()["error"]
+    form = client.get(f"/toolsets/mcp/chats/{chat.pk}/gone/prompt/", {"name": "review"})
+    assert form.status_code in (409, 502) and "Gone" in form.content.decode()
+    attached = client.post(f"/toolsets/mcp/chats/{chat.pk}/gone/attach/", {"uri": "notes://today"})
+    assert attached.status_code in (409, 502)
+    assert not Turn.objects.filter(chat=chat).exists() and not Attachment.objects.exists()
