@@ -148,6 +148,8 @@
         var at = activeIndex();
         activate(e.key === "ArrowDown" ? (at + 1) % count : (at - 1 + count) % count);
       } else if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+        // No prompt matches: the text is a message like any other, and Enter sends it.
+        if (!count) { closePanel(false); return; }
         e.preventDefault();
         e.stopImmediatePropagation();
         var all = options();
