@@ -139,6 +139,16 @@ def test_slash_menu_by_keyboard_completion_and_a_prompt_with_an_image(
     assert normalized_messages(page) == live
     expect(page.locator(".msg-user .bubble", has_text="What colour is this pixel?")).to_be_visible()
 
+    # A "/" word that names no prompt is a message like any other: Enter sends it.
+    box.focus()
+    page.keyboard.type("/nothing")
+    expect(page.get_by_test_id("mcp-prompt-empty")).to_be_visible(timeout=20_000)
+    before = page.locator(".turn").count()
+    page.keyboard.press("Enter")
+    page.wait_for_function(f"() => document.querySelectorAll('.turn').length > {before}", timeout=20_000)
+    expect(page.locator(".msg-user .bubble", has_text="/nothing")).to_be_visible()
+    wait_turn_done(page)
+
 
 def test_resource_picker_attaches_a_resource_and_a_template_and_reload_shows_them(
     refusing_page: Page, stack: Any, e2e_user: Any, prompt_server: Restartable
