@@ -99,7 +99,9 @@ def _template(found: Source, item: dict[str, Any]) -> Template | None:
         parsed = UriTemplate.parse(raw)
     except InvalidUriTemplate:
         return None
-    names = tuple(parsed.variable_names[:MAX_VARIABLES]) if hasattr(parsed, "variable_names") else ()
+    if len(parsed.variable_names) > MAX_VARIABLES:
+        return None  # a form that long is not a picker's job
+    names = tuple(parsed.variable_names)
     return Template(
         found.slug,
         found.server.name,
