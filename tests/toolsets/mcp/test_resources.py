@@ -30,7 +30,7 @@ def test_missing_or_unusable_variables_are_named(values: dict[str, str]) -> None
 
 
 def test_a_template_with_too_many_variables_is_not_offered() -> None:
-    many = "x://" + "/".join("{v%d}" % i for i in range(resources.MAX_VARIABLES + 1))
+    many = "x://" + "/".join(f"{{v{i}}}" for i in range(resources.MAX_VARIABLES + 1))
     assert resources._template(Any, {"uriTemplate": many, "name": "many"}) is None  # type: ignore[arg-type]
 
 
