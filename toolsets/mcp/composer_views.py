@@ -199,7 +199,7 @@ def use_prompt(request: AuthedRequest, chat_id: int, slug: str) -> HttpResponse:
     with transaction.atomic():
         if not lock_idle(chat):
             return _error(BUSY, status=409)
-        inserted = prompts.insert(chat, runs)
+        inserted = prompts.insert(chat, runs, {"server": found.slug, "prompt": prompt.name})
     html = ""
     if inserted.turns:
         made = branches.with_versions(Turn.objects.filter(pk__in=[t.pk for t in inserted.turns])).order_by("id")

@@ -312,10 +312,11 @@ def parts(found: Source, user_id: int, result: dict[str, Any]) -> list[Part]:
     return [r for r in runs if any(t.strip() for t in r.text) or r.files]
 
 
-def insert(chat: Any, runs: list[Part]) -> Inserted:
+def insert(chat: Any, runs: list[Part], origin: dict[str, str] | None = None) -> Inserted:
     """Each user run answered by an assistant run becomes a completed exchange of the chat (no
-    model call: the server wrote both sides); a last, unanswered user run goes to the composer.
-    Call inside a transaction with the chat locked idle (`chat.exchanges.lock_idle`)."""
+    model call: the server wrote both sides; `origin`, the server and prompt, is kept on the
+    question); a last, unanswered user run goes to the composer. Call inside a transaction with
+    the chat locked idle (`chat.exchanges.lock_idle`)."""
     from chat.models import Message, Turn
     from toolsets.files import attach
 
@@ -332,9 +333,13 @@ def insert(chat: Any, runs: list[Part]) -> Inserted:
         question = pending or Part("user", [], [])
         pending = None
         model, _ = chat.next_model()
-        turn = Turn.objects.create(chat=chat, model=model, status=Turn.Status.COMPLETED, api={"mcp_prompt": True})
+        turn = Turn.objects.create(chat=chat, model=model, status=Turn.Status.COMPLETED)
         asked = Message.objects.create(
-            chat=chat, turn=turn, role=Message.Role.USER, content="\n\n".join(question.text).strip() or "…"
+            chat=chat,
+            turn=turn,
+            role=Message.Role.USER,
+            content="\n\n".join(question.text).strip() or "…",
+            metadata={"mcp_prompt": origin or {}},
         )
         attach.link(question.files, asked)
         answer = "\n\n".join(run.text).strip()

@@ -126,6 +126,7 @@ def test_an_answered_prompt_becomes_exchanges_and_its_image_and_resource_files(p
     assert turn.status == Turn.Status.COMPLETED
     roles = list(Message.objects.filter(turn=turn).values_list("role", "content"))
     assert roles[0] == ("user", "Is this an example?")
+    assert Message.objects.get(turn=turn, role="user").metadata == {"mcp_prompt": {"server": "ps", "prompt": "picture"}}
     assert roles[1][0] == "assistant" and "it is." in roles[1][1]
     # The server's markup is escaped or sanitized on the page, never run.
     assert "<script>alert(1)" not in body["html"] and "it is." in body["html"]
