@@ -43,6 +43,7 @@ from oauth2_provider.views import (
     AuthorizationView,
     DynamicClientRegistrationView,
     OAuthProtectedResourceMetadataView,
+    TokenView,
 )
 
 from chat.accounts import ratelimit
@@ -257,6 +258,9 @@ class Consent(AuthorizationView):
     template_name = "oauth/authorize.html"
 
     def get(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if request.GET.get("code_challenge_method", "S256") != "S256":
+            # DOT refuses "plain" only once the user has allowed it: say so before asking.
+            return self._error(request, "invalid_request", 'PKCE with "S256" is required.')
         wanted = request.GET.getlist("resource")
         if any(uri != resource_url(request) for uri in wanted):
             return self._invalid_target(request)
@@ -291,10 +295,10 @@ class Consent(AuthorizationView):
         return super().form_valid(form)
 
     def _invalid_target(self, request: HttpRequest) -> HttpResponse:
-        return self.render_to_response(
-            {"error": {"error": "invalid_target", "description": WRONG_RESOURCE}},
-            status=400,
-        )
+        return self._error(request, "invalid_target", WRONG_RESOURCE)
+
+    def _error(self, request: HttpRequest, error: str, description: str) -> HttpResponse:
+        return self.render_to_response({"error": {"error": error, "description": description}}, status=400)
 
     @staticmethod
     def _allow_form_redirect(response: HttpResponse, redirect_uri: str) -> HttpResponse:
@@ -304,6 +308,17 @@ class Consent(AuthorizationView):
         config["form-action"] = [*config["form-action"], target]
         overridden: HttpResponse = csp_override(config)(lambda _request: response)(None)
         return overridden
+
+
+class Token(TokenView):
+    """DOT's token endpoint. Its `invalid_target` answer (RFC 8707) is JSON labelled as HTML:
+    every error from here is JSON (RFC 6749 §5.2), so it says so."""
+
+    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        response: HttpResponse = super().post(request, *args, **kwargs)
+        if response.status_code >= 400 and response.content.startswith(b"{"):
+            response["Content-Type"] = "application/json"
+        return response
 
 
 # --- Tokens at /mcp --------------------------------------------------------------------------
@@ -385,7 +400,7 @@ def connections(user_id: int) -> list[Connection]:
         since = min(record.created, known.since) if known else record.created
         merged = sorted(set(scopes) | set(known.scopes if known else []))
         by_app[application.pk] = Connection(
-            application.pk, facts(application), [s for s in merged if s in SCOPES], since, None
+            application.pk, facts(application), [s for s in SCOPES if s in merged], since, None
         )
     return sorted(by_app.values(), key=lambda c: c.since, reverse=True)
 

@@ -2,7 +2,7 @@
 metadata view finds them. The well-known documents are at the root, as RFC 8414 and RFC 9728
 place them."""
 
-from django.urls import path, re_path
+from django.urls import path
 from oauth2_provider import views as dot
 
 from . import oauth
@@ -11,8 +11,6 @@ app_name = "oauth2_provider"
 
 urlpatterns = [
     path(".well-known/oauth-authorization-server", dot.OAuthServerMetadataView.as_view(), name="oauth-server-metadata"),
-    # Some clients look for the OpenID configuration first; the same facts serve them.
-    re_path(r"^\.well-known/openid-configuration/?$", dot.OAuthServerMetadataView.as_view(), name="openid-metadata"),
     path(
         ".well-known/oauth-protected-resource",
         oauth.ProtectedResourceMetadata.as_view(),
@@ -24,7 +22,7 @@ urlpatterns = [
         name="oauth-resource-metadata-path",
     ),
     path("oauth/authorize/", oauth.Consent.as_view(), name="authorize"),
-    path("oauth/token/", dot.TokenView.as_view(), name="token"),
+    path("oauth/token/", oauth.Token.as_view(), name="token"),
     path("oauth/revoke/", dot.RevokeTokenView.as_view(), name="revoke-token"),
     path("oauth/register/", oauth.Registration.as_view(), name="dcr-register"),
     # RFC 7592: the client reads, updates or deletes its registration with the token it got.
