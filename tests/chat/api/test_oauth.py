@@ -204,9 +204,8 @@ def test_a_client_that_names_no_resource_still_gets_a_token_for_mcp_only(
         client_id=registered["client_id"],
         code_verifier=verifier,
     ).json()
-    assert AccessToken.objects.get(token_checksum=hashlib.sha256(token["access_token"].encode()).hexdigest()).resource == [
-        MCP
-    ]
+    checksum = hashlib.sha256(token["access_token"].encode()).hexdigest()
+    assert AccessToken.objects.get(token_checksum=checksum).resource == [MCP]
 
 
 def test_pkce_is_required_and_checked(browser: Client, registered: dict[str, Any]) -> None:
@@ -218,7 +217,7 @@ def test_pkce_is_required_and_checked(browser: Client, registered: dict[str, Any
     plain = browser.get("/oauth/authorize/", {**params, "code_challenge": "x" * 50, "code_challenge_method": "plain"})
     assert plain.status_code == 400 and b"S256" in plain.content
 
-    verifier, challenge = _pkce()
+    _, challenge = _pkce()
     code = _code(browser, registered["client_id"], challenge)
     wrong = _token(
         Client(),
@@ -307,9 +306,7 @@ def test_deny_sends_access_denied_back_and_issues_nothing(browser: Client, regis
     assert not AccessToken.objects.filter(user__isnull=False).exists()
 
 
-def test_refresh_tokens_rotate_and_a_reused_one_revokes_the_family(
-    browser: Client, registered: dict[str, Any]
-) -> None:
+def test_refresh_tokens_rotate_and_a_reused_one_revokes_the_family(browser: Client, registered: dict[str, Any]) -> None:
     verifier, challenge = _pkce()
     code = _code(browser, registered["client_id"], challenge)
     first = _token(
@@ -351,9 +348,7 @@ def test_revocation_ends_a_token(browser: Client, registered: dict[str, Any], rf
     ).json()
     request = rf.get("/mcp")
     assert oauth.caller_for(request, token["access_token"]) is not None
-    response = Client().post(
-        "/oauth/revoke/", {"token": token["access_token"], "client_id": registered["client_id"]}
-    )
+    response = Client().post("/oauth/revoke/", {"token": token["access_token"], "client_id": registered["client_id"]})
     assert response.status_code == 200
     assert oauth.caller_for(rf.get("/mcp"), token["access_token"]) is None
 
