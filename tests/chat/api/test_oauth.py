@@ -8,11 +8,13 @@ from __future__ import annotations
 import base64
 import hashlib
 import secrets
+from datetime import timedelta
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from django.test import Client
+from django.utils import timezone
 from oauth2_provider.models import AccessToken, Application, RefreshToken
 
 from chat.api import oauth
@@ -318,6 +320,8 @@ def test_refresh_tokens_rotate_and_a_reused_one_revokes_the_family(browser: Clie
         code_verifier=verifier,
         resource=MCP,
     ).json()
+    # The access token ran out a moment ago: what a refresh is for.
+    AccessToken.objects.update(expires=timezone.now() - timedelta(seconds=5))
     refresh = {"grant_type": "refresh_token", "client_id": registered["client_id"], "resource": MCP}
     second = _token(Client(), **refresh, refresh_token=first["refresh_token"])
     assert second.status_code == 200, second.content
