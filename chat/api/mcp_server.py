@@ -331,6 +331,7 @@ class Endpoint:
         caller = await sync_to_async(_authenticate)(request)
         if caller is None:
             # Where a client finds how to get a token (RFC 9728): the MCP authorization flow.
+            oauth.use_forwarded_scheme(request)
             presented = bool(request.headers.get("Authorization"))
             header = oauth.challenge(request, "invalid_token" if presented else None)
             await _json(

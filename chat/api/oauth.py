@@ -20,10 +20,12 @@ module only binds it to Tessera:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
 import ssl
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -47,6 +49,7 @@ from oauth2_provider.views import (
 )
 
 from chat.accounts import ratelimit
+from core.http import is_trusted_proxy
 from toolsets.base import ToolFailure
 from toolsets.web import safety
 
@@ -68,6 +71,31 @@ LOOPBACK_HOSTS = {"localhost", "127.0.0.1", "::1", "[::1]"}
 
 
 # --- This server as a protected resource ----------------------------------------------------
+
+
+def use_forwarded_scheme(request: HttpRequest) -> None:
+    """Behind a reverse proxy in TESSERA_TRUSTED_PROXIES, the scheme the client used (its
+    `X-Forwarded-Proto`, believed from those proxies only, as core/origins.py does for sockets):
+    every URL published here (metadata, the resource, the issuer) must be the one clients reach."""
+    forwarded = request.META.get("HTTP_X_FORWARDED_PROTO", "").split(",")[0].strip().lower()
+    if forwarded not in ("http", "https") or not is_trusted_proxy(request.META.get("REMOTE_ADDR", "")):
+        return
+    scope = getattr(request, "scope", None)
+    if scope is not None:  # ASGIRequest: its scheme is the scope's
+        request.scope = {**scope, "scheme": forwarded}  # type: ignore[attr-defined]
+    else:  # WSGIRequest (the test client): META is its environ
+        request.META["wsgi.url_scheme"] = forwarded
+
+
+def public(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """A view of the authorization server, seeing the scheme the client used."""
+
+    @functools.wraps(view)
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        use_forwarded_scheme(request)
+        return view(request, *args, **kwargs)
+
+    return wrapped
 
 
 def resource_url(request: HttpRequest) -> str:
@@ -282,8 +310,9 @@ class Consent(AuthorizationView):
         application = context.get("application")
         if application is not None:
             context["client"] = facts(application, context.get("redirect_uri"))
+            asked = set(context.get("scopes") or [])
             context["scope_list"] = [
-                {"name": scope, "description": SCOPES.get(scope, scope)} for scope in context.get("scopes") or []
+                {"name": scope, "description": description} for scope, description in SCOPES.items() if scope in asked
             ]
             context["mcp_url"] = resource_url(self.request)
         return context
@@ -356,6 +385,7 @@ class OAuthTokenBackend:
 def caller_for(request: HttpRequest, token: str) -> dict[str, Any] | None:
     """The `/mcp` caller for an OAuth access token, as for an API token (chat/api/mcp_server.py),
     or None (unknown, expired, revoked, another audience, its owner inactive, locked out)."""
+    use_forwarded_scheme(request)
     if authenticate(request, oauth_token=token, audience=resource_url(request)) is None:
         return None
     record: AccessToken = request.oauth_token  # type: ignore[attr-defined]

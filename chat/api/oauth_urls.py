@@ -10,25 +10,29 @@ from . import oauth
 app_name = "oauth2_provider"
 
 urlpatterns = [
-    path(".well-known/oauth-authorization-server", dot.OAuthServerMetadataView.as_view(), name="oauth-server-metadata"),
+    path(
+        ".well-known/oauth-authorization-server",
+        oauth.public(dot.OAuthServerMetadataView.as_view()),
+        name="oauth-server-metadata",
+    ),
     path(
         ".well-known/oauth-protected-resource",
-        oauth.ProtectedResourceMetadata.as_view(),
+        oauth.public(oauth.ProtectedResourceMetadata.as_view()),
         name="oauth-resource-metadata",
     ),
     path(
         ".well-known/oauth-protected-resource/<path:resource_path>",
-        oauth.ProtectedResourceMetadata.as_view(),
+        oauth.public(oauth.ProtectedResourceMetadata.as_view()),
         name="oauth-resource-metadata-path",
     ),
-    path("oauth/authorize/", oauth.Consent.as_view(), name="authorize"),
-    path("oauth/token/", oauth.Token.as_view(), name="token"),
-    path("oauth/revoke/", dot.RevokeTokenView.as_view(), name="revoke-token"),
-    path("oauth/register/", oauth.Registration.as_view(), name="dcr-register"),
+    path("oauth/authorize/", oauth.public(oauth.Consent.as_view()), name="authorize"),
+    path("oauth/token/", oauth.public(oauth.Token.as_view()), name="token"),
+    path("oauth/revoke/", oauth.public(dot.RevokeTokenView.as_view()), name="revoke-token"),
+    path("oauth/register/", oauth.public(oauth.Registration.as_view()), name="dcr-register"),
     # RFC 7592: the client reads, updates or deletes its registration with the token it got.
     path(
         "oauth/register/<str:client_id>/",
-        dot.DynamicClientRegistrationManagementView.as_view(),
+        oauth.public(dot.DynamicClientRegistrationManagementView.as_view()),
         name="dcr-register-management",
     ),
 ]

@@ -119,6 +119,19 @@ def test_metadata_documents_describe_mcp_and_this_authorization_server(client: C
     assert client.get("/.well-known/openid-configuration").status_code == 404
 
 
+def test_behind_a_trusted_proxy_the_published_urls_are_the_ones_clients_reach(client: Client, settings: Any) -> None:
+    forwarded = {"HTTP_X_FORWARDED_PROTO": "https", "HTTP_HOST": "localhost"}
+    # From an address that is not a trusted proxy, the header is not believed.
+    assert client.get("/.well-known/oauth-protected-resource/mcp", **forwarded).json()["resource"].startswith("http:")
+    settings.TRUSTED_PROXIES = ["127.0.0.1"]
+    resource = client.get("/.well-known/oauth-protected-resource/mcp", **forwarded).json()
+    assert resource["resource"] == "https://localhost/mcp"
+    assert resource["authorization_servers"] == ["https://localhost"]
+    server = client.get("/.well-known/oauth-authorization-server", **forwarded).json()
+    assert server["issuer"] == "https://localhost"
+    assert server["token_endpoint"] == "https://localhost/oauth/token/"
+
+
 def test_registration_accepts_https_and_loopback_redirects_only(client: Client) -> None:
     data = _register(client, redirect_uris=["https://app.example/cb", "http://localhost/cb", "http://[::1]:9/cb"])
     application = Application.objects.get(client_id=data["client_id"])
