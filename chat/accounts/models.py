@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.core.cache import cache
 from django.db import models
 from django.db.models.signals import post_delete, post_save
@@ -42,3 +43,13 @@ class AccountSettings(models.Model):
 @receiver([post_save, post_delete], sender=AccountSettings)
 def _forget(**_: Any) -> None:
     cache.delete(AccountSettings.CACHE_KEY)
+
+
+@receiver(post_save, sender=settings.AUTH_USER_MODEL)
+def _disconnect_oauth_clients_on_password_change(instance: Any, created: bool, **_: Any) -> None:
+    """A new password disconnects every OAuth client of the user's, as it revokes their API
+    tokens (toolsets/models.py): nothing the old password let in keeps working."""
+    if not created and getattr(instance, "_password", None) is not None:
+        from chat.api import oauth  # the authorization server's module imports the models
+
+        oauth.disconnect_all(instance.pk)

@@ -448,3 +448,12 @@ def disconnect(user_id: int, application_id: int) -> bool:
         access.delete()
         grants.delete()
     return found
+
+
+def disconnect_all(user_id: int) -> None:
+    """Revokes every client's access to this user's account (a new password does)."""
+    with transaction.atomic():
+        for token in RefreshToken.objects.filter(user_id=user_id, revoked=None):
+            token.revoke()
+        AccessToken.objects.filter(user_id=user_id).delete()
+        Grant.objects.filter(user_id=user_id).delete()

@@ -421,3 +421,26 @@ def test_the_account_page_lists_connected_apps_and_disconnects_only_ones_own(
     assert not RefreshToken.objects.filter(user=user, revoked=None).exists()
     assert "No apps connected" in browser.get("/account/").content.decode()
     assert browser.post(f"/account/clients/{application.pk}/disconnect/").status_code == 404
+
+
+def test_a_new_password_disconnects_every_client(
+    browser: Client, registered: dict[str, Any], user: Any, rf: Any
+) -> None:
+    verifier, challenge = _pkce()
+    code = _code(browser, registered["client_id"], challenge)
+    token = _token(
+        Client(),
+        grant_type="authorization_code",
+        code=code,
+        redirect_uri=REDIRECT,
+        client_id=registered["client_id"],
+        code_verifier=verifier,
+        resource=MCP,
+    ).json()
+    user.set_password("a brand new passphrase")
+    user.save()
+    assert oauth.caller_for(rf.get("/mcp"), token["access_token"]) is None
+    refreshed = _token(
+        Client(), grant_type="refresh_token", client_id=registered["client_id"], refresh_token=token["refresh_token"]
+    )
+    assert refreshed.status_code == 400
