@@ -444,3 +444,29 @@ def test_a_new_password_disconnects_every_client(
         Client(), grant_type="refresh_token", client_id=registered["client_id"], refresh_token=token["refresh_token"]
     )
     assert refreshed.status_code == 400
+
+
+def test_admins_see_clients_and_tokens_in_admin(browser: Client, registered: dict[str, Any], user: Any) -> None:
+    verifier, challenge = _pkce()
+    code = _code(browser, registered["client_id"], challenge)
+    _token(
+        Client(),
+        grant_type="authorization_code",
+        code=code,
+        redirect_uri=REDIRECT,
+        client_id=registered["client_id"],
+        code_verifier=verifier,
+        resource=MCP,
+    )
+    from django.contrib.auth import get_user_model
+
+    admin = Client()
+    admin.force_login(get_user_model().objects.create_superuser("root", password="x" * 20))
+    for model in ("application", "accesstoken", "refreshtoken", "grant"):
+        page = admin.get(f"/admin/oauth2_provider/{model}/")
+        assert page.status_code == 200, model
+    assert b"Test Desktop" in admin.get("/admin/oauth2_provider/application/").content
+    application = Application.objects.get(client_id=registered["client_id"])
+    assert admin.get(f"/admin/oauth2_provider/application/{application.pk}/change/").status_code == 200
+    token = AccessToken.objects.get(user=user)
+    assert admin.get(f"/admin/oauth2_provider/accesstoken/{token.pk}/change/").status_code == 200
