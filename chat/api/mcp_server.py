@@ -350,7 +350,12 @@ class Endpoint:
 def _authenticate(request: ASGIRequest) -> dict[str, Any] | None:
     """The caller of a request (blocking): an API token, or an OAuth access token issued by this
     server for this endpoint (chat/api/oauth.py), with what it may reach."""
-    scheme, _, presented = request.headers.get("Authorization", "").partition(" ")
+    header = request.headers.get("Authorization", "")
+    if not header.strip():
+        # How the MCP authorization flow starts (the 401 tells the client where to sign in): no
+        # credentials is not a failed sign-in, or connecting a few apps would lock the user out.
+        return None
+    scheme, _, presented = header.partition(" ")
     presented = presented.strip()
     if scheme.lower() == "bearer" and presented and not presented.startswith(ApiToken.PREFIX):
         return oauth.caller_for(request, presented)

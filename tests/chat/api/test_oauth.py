@@ -120,14 +120,18 @@ def test_metadata_documents_describe_mcp_and_this_authorization_server(client: C
 
 
 def test_behind_a_trusted_proxy_the_published_urls_are_the_ones_clients_reach(client: Client, settings: Any) -> None:
-    forwarded = {"HTTP_X_FORWARDED_PROTO": "https", "HTTP_HOST": "localhost"}
+    forwarded = {"X-Forwarded-Proto": "https", "Host": "localhost"}
     # From an address that is not a trusted proxy, the header is not believed.
-    assert client.get("/.well-known/oauth-protected-resource/mcp", **forwarded).json()["resource"].startswith("http:")
+    assert (
+        client.get("/.well-known/oauth-protected-resource/mcp", headers=forwarded)
+        .json()["resource"]
+        .startswith("http:")
+    )
     settings.TRUSTED_PROXIES = ["127.0.0.1"]
-    resource = client.get("/.well-known/oauth-protected-resource/mcp", **forwarded).json()
+    resource = client.get("/.well-known/oauth-protected-resource/mcp", headers=forwarded).json()
     assert resource["resource"] == "https://localhost/mcp"
     assert resource["authorization_servers"] == ["https://localhost"]
-    server = client.get("/.well-known/oauth-authorization-server", **forwarded).json()
+    server = client.get("/.well-known/oauth-authorization-server", headers=forwarded).json()
     assert server["issuer"] == "https://localhost"
     assert server["token_endpoint"] == "https://localhost/oauth/token/"
 
@@ -470,3 +474,21 @@ def test_admins_see_clients_and_tokens_in_admin(browser: Client, registered: dic
     assert admin.get(f"/admin/oauth2_provider/application/{application.pk}/change/").status_code == 200
     token = AccessToken.objects.get(user=user)
     assert admin.get(f"/admin/oauth2_provider/accesstoken/{token.pk}/change/").status_code == 200
+
+
+@pytest.mark.django_db(transaction=True)
+def test_at_mcp_a_request_without_credentials_starts_the_flow_and_is_not_a_failed_sign_in(
+    user: Any, rf: Any, settings: Any
+) -> None:
+    from chat.api import mcp_server
+    from toolsets.models import ApiToken
+
+    settings.AXES_FAILURE_LIMIT = 3
+    _, api_token = ApiToken.issue(user, "script")
+    for _ in range(5):
+        assert mcp_server._authenticate(rf.post("/mcp")) is None
+    assert mcp_server._authenticate(rf.post("/mcp", HTTP_AUTHORIZATION=f"Bearer {api_token}")) is not None
+    # Wrong tokens, API or OAuth, still count: the address is locked out, even for a good token.
+    for wrong in ("tsk_wrong", "oauth-wrong", "x"):
+        assert mcp_server._authenticate(rf.post("/mcp", HTTP_AUTHORIZATION=f"Bearer {wrong}")) is None
+    assert mcp_server._authenticate(rf.post("/mcp", HTTP_AUTHORIZATION=f"Bearer {api_token}")) is None
