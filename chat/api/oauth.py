@@ -242,6 +242,13 @@ class Registration(DynamicClientRegistrationView):
                 problem = redirect_uri_problem(uri) if isinstance(uri, str) else "a redirect URI is not a string"
                 if problem:
                     return _registration_error(problem, 400, "invalid_redirect_uri")
+            # An MCP client signs a user in: the code flow, and refreshing what it got.
+            grants = data.get("grant_types", ["authorization_code"])
+            if not isinstance(grants, list) or not set(grants) <= {"authorization_code", "refresh_token"}:
+                return _registration_error("grant_types may only be authorization_code and refresh_token.", 400)
+            responses = data.get("response_types", ["code"])
+            if not isinstance(responses, list) or not set(responses) <= {"code"}:
+                return _registration_error("response_types may only be code.", 400)
             name = data.get("client_name")
             if name is not None and (not isinstance(name, str) or len(name) > 255):
                 return _registration_error("client_name must be a string of at most 255 characters.", 400)
@@ -318,10 +325,18 @@ class Consent(AuthorizationView):
         return context
 
     def form_valid(self, form: Any) -> HttpResponse:
-        # The hidden field comes back from the browser: it must still name this server.
+        # The hidden fields come back from the browser: the resource must still name this
+        # server, and the client must exist (DOT looks it up without asking).
         if (form.cleaned_data.get("resource") or "").split() != [resource_url(self.request)]:
             return self._invalid_target(self.request)
+        if not Application.objects.filter(client_id=form.cleaned_data.get("client_id")).exists():
+            return self._error(self.request, "invalid_client", "This app is not known to Tessera.")
         return super().form_valid(form)
+
+    def form_invalid(self, form: Any) -> HttpResponse:
+        return self._error(
+            self.request, "invalid_request", "The consent form was incomplete. Start again from the app."
+        )
 
     def _invalid_target(self, request: HttpRequest) -> HttpResponse:
         return self._error(request, "invalid_target", WRONG_RESOURCE)

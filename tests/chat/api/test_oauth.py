@@ -492,3 +492,67 @@ def test_at_mcp_a_request_without_credentials_starts_the_flow_and_is_not_a_faile
     for wrong in ("tsk_wrong", "oauth-wrong", "x"):
         assert mcp_server._authenticate(rf.post("/mcp", HTTP_AUTHORIZATION=f"Bearer {wrong}")) is None
     assert mcp_server._authenticate(rf.post("/mcp", HTTP_AUTHORIZATION=f"Bearer {api_token}")) is None
+
+
+HOSTILE_AUTHORIZE: list[dict[str, str]] = [
+    {},
+    {"client_id": "nope", "response_type": "code"},
+    {"client_id": "https://127.0.0.1/x.json", "response_type": "code", "redirect_uri": REDIRECT},
+    {"client_id": "https://169.254.169.254/latest/meta-data", "response_type": "code"},
+    {"client_id": "x" * 5000, "response_type": "code"},
+    {"response_type": "token", "redirect_uri": REDIRECT},
+    {"response_type": "code", "scope": "mcp:tools admin" * 50},
+    {"response_type": "code", "code_challenge_method": "S256", "code_challenge": "\x00\u202e"},
+    {"response_type": "code", "resource": "not a uri"},
+    {"response_type": "code", "redirect_uri": "javascript:alert(1)"},
+]
+
+
+@pytest.mark.parametrize("params", HOSTILE_AUTHORIZE)
+def test_hostile_authorization_requests_get_a_clear_4xx_never_a_500(
+    browser: Client, registered: dict[str, Any], params: dict[str, str]
+) -> None:
+    _, challenge = _pkce()
+    full = {**_authorize_params(registered["client_id"], challenge), **params}
+    for query in (params, full):
+        response = browser.get("/oauth/authorize/", query)
+        assert response.status_code < 500, query
+        if response.status_code == 302:  # an error sent back to the registered redirect URI only
+            assert response["Location"].startswith(REDIRECT), query
+            assert "code=" not in response["Location"] or query == full
+    # A consent form posted with fields missing or forged.
+    for form in ({}, {"client_id": registered["client_id"], "allow": "Authorize"}, {**full, "allow": "1"}):
+        assert browser.post("/oauth/authorize/", form).status_code < 500
+
+
+def test_hostile_token_registration_and_revocation_requests_get_a_4xx(client: Client) -> None:
+    for body in (
+        {},
+        {"grant_type": "authorization_code", "code": "x"},
+        {"grant_type": "password", "username": "ada", "password": "x"},
+        {"grant_type": "client_credentials"},
+        {"grant_type": "refresh_token", "refresh_token": "x" * 10000},
+        {"grant_type": "\x00"},
+    ):
+        response = client.post("/oauth/token/", body)
+        assert 400 <= response.status_code < 500, body
+        assert response["Content-Type"] == "application/json"
+    assert client.get("/oauth/token/").status_code == 405
+    nested: Any = []
+    for _ in range(200):
+        nested = [nested]
+    for payload in (
+        {"redirect_uris": nested},
+        {"redirect_uris": ["https://a.example/cb"], "client_name": "x" * 10000},
+        {"redirect_uris": ["https://a.example/cb"], "grant_types": ["password"]},
+        {"redirect_uris": ["https://a.example/cb"], "grant_types": ["client_credentials"]},
+        {"redirect_uris": ["https://a.example/cb"], "response_types": ["token"]},
+        {"redirect_uris": ["https://a.example/cb"], "grant_types": "authorization_code"},
+        {"redirect_uris": ["https://a.example/cb"], "token_endpoint_auth_method": "private_key_jwt"},
+        [1, 2],
+        "string",
+    ):
+        response = client.post("/oauth/register/", payload, content_type="application/json")
+        assert 400 <= response.status_code < 500, payload
+    assert client.post("/oauth/revoke/", {"token": "x"}).status_code < 500
+    assert client.post("/oauth/revoke/", {}).status_code < 500
