@@ -49,6 +49,7 @@ from oauth2_provider.views import (
 )
 
 from chat.accounts import ratelimit
+from chat.models import AppSettings
 from core.http import is_trusted_proxy
 from toolsets.base import ToolFailure
 from toolsets.web import safety
@@ -63,7 +64,6 @@ SCOPES = {
     AGENTS: "Hand tasks to your agents, which run with their own tools as they do in your chats.",
     APPROVE: "Run tools whose policy asks for approval, without asking you each time.",
 }
-DEFAULT_SCOPES = [TOOLS, AGENTS]
 DOCUMENT_MAX_BYTES = 16 * 1024
 FETCH_TIMEOUT = httpx.Timeout(5.0, connect=3.0)
 WRONG_RESOURCE = "This server only issues tokens for its own MCP endpoint."
@@ -87,11 +87,15 @@ def use_forwarded_scheme(request: HttpRequest) -> None:
         request.META["wsgi.url_scheme"] = forwarded
 
 
-def public(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
-    """A view of the authorization server, seeing the scheme the client used."""
+def public(view: Callable[..., HttpResponse], *, always: bool = False) -> Callable[..., HttpResponse]:
+    """A view of the authorization server, seeing the scheme the client used; there is nothing
+    to authorize while the MCP server is switched off, so it answers 404 then (revoking a token
+    still works: `always`)."""
 
     @functools.wraps(view)
     def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if not always and not AppSettings.load().mcp_server:
+            return JsonResponse({"error": "Tessera's MCP server is switched off on this server."}, status=404)
         use_forwarded_scheme(request)
         return view(request, *args, **kwargs)
 

@@ -27,7 +27,7 @@ urlpatterns = [
     ),
     path("oauth/authorize/", oauth.public(oauth.Consent.as_view()), name="authorize"),
     path("oauth/token/", oauth.public(oauth.Token.as_view()), name="token"),
-    path("oauth/revoke/", oauth.public(dot.RevokeTokenView.as_view()), name="revoke-token"),
+    path("oauth/revoke/", oauth.public(dot.RevokeTokenView.as_view(), always=True), name="revoke-token"),
     path("oauth/register/", oauth.public(oauth.Registration.as_view()), name="dcr-register"),
     # RFC 7592: the client reads, updates or deletes its registration with the token it got.
     path(

@@ -41,7 +41,9 @@ from tests.e2e.axe import axe_violations, blocking
 from tests.e2e.conftest import PASSWORD, browser_page, shot
 from toolsets.models import ToolExecution
 
-pytestmark = [pytest.mark.integration]
+# A whole sign-in (browser, registration, consent, calls, refresh) on a busy machine, and the
+# stack's start when this file runs first.
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 ACCEPT = "application/json, text/event-stream"
 BAD_REQUEST = ("Failed to load resource: the server responded with a status of 400",)

@@ -18,6 +18,7 @@ from django.utils import timezone
 from oauth2_provider.models import AccessToken, Application, RefreshToken
 
 from chat.api import oauth
+from chat.models import AppSettings
 
 pytestmark = pytest.mark.django_db
 
@@ -83,6 +84,25 @@ def _code(browser: Client, client_id: str, challenge: str, **extra: str) -> str:
 
 def _token(client: Client, **body: str) -> Any:
     return client.post("/oauth/token/", body)
+
+
+@pytest.fixture(autouse=True)
+def switched_on(db: Any) -> None:
+    app = AppSettings.load()
+    app.mcp_server = True
+    app.save()
+
+
+def test_while_the_mcp_server_is_off_there_is_nothing_to_authorize(client: Client, switched_on: None) -> None:
+    app = AppSettings.load()
+    app.mcp_server = False
+    app.save()
+    for path in ("/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-authorization-server"):
+        assert client.get(path).status_code == 404
+    assert client.get("/oauth/authorize/").status_code == 404
+    assert client.post("/oauth/register/", {}, content_type="application/json").status_code == 404
+    assert client.post("/oauth/token/", {}).status_code == 404
+    assert client.post("/oauth/revoke/", {"token": "x"}).status_code != 404  # revoking always works
 
 
 @pytest.fixture
