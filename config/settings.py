@@ -123,6 +123,8 @@ INSTALLED_APPS = [
     "toolsets.workspace",
     "toolsets.mcp",
     "toolsets.files",
+    # Tessera is the OAuth 2.1 authorization server of its own /mcp (chat/api/oauth.py).
+    "oauth2_provider",
 ]
 
 MIDDLEWARE = [
@@ -302,6 +304,7 @@ AUTHENTICATION_BACKENDS = [
     "chat.accounts.backends.PasswordSignInPolicy",
     "django.contrib.auth.backends.ModelBackend",
     "toolsets.auth.ApiTokenBackend",
+    "chat.api.oauth.OAuthTokenBackend",
 ]
 # Failed attempts (a wrong password or token) per account and per client address within the
 # cool-off; one more is refused, whatever the password, until the oldest failure is that old.
@@ -348,6 +351,50 @@ SOCIALACCOUNT_LOGIN_ON_GET = False
 if env_bool("TESSERA_FAST_PASSWORD_HASHER", False):
     # Tests only: a deliberately weak hasher so creating users does not dominate test time.
     PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+# --- OAuth for /mcp (django-oauth-toolkit; chat/api/oauth.py) -------------------------------
+OAUTH2_PROVIDER = {
+    "SCOPES": {
+        "mcp:tools": "Use your tools",
+        "mcp:agents": "Hand tasks to your agents",
+        "mcp:approve": "Run tools that ask for approval",
+    },
+    "DEFAULT_SCOPES": ["mcp:tools", "mcp:agents"],
+    "PKCE_REQUIRED": True,
+    "ACCESS_TOKEN_EXPIRE_SECONDS": env_int("TESSERA_OAUTH_ACCESS_TOKEN_SECONDS", 3600),
+    "REFRESH_TOKEN_EXPIRE_SECONDS": env_int("TESSERA_OAUTH_REFRESH_TOKEN_DAYS", 90) * 86400,
+    "AUTHORIZATION_CODE_EXPIRE_SECONDS": 60,
+    "ROTATE_REFRESH_TOKEN": True,
+    # A refresh token used twice was stolen from one of the two users: the whole family goes.
+    "REFRESH_TOKEN_REUSE_PROTECTION": True,
+    "REQUEST_APPROVAL_PROMPT": "force",
+    # https, or http to a loopback host (checked in chat/api/oauth.py): native clients listen
+    # on 127.0.0.1, [::1] or localhost at a port chosen per sign-in (RFC 8252).
+    "ALLOWED_REDIRECT_URI_SCHEMES": ["http", "https"],
+    "ALLOW_LOCALHOST_LOOPBACK": True,
+    "OAUTH2_RESPONSE_TYPES_SUPPORTED": ["code"],
+    "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "refresh_token"],
+    "OAUTH2_TOKEN_ENDPOINT_AUTH_METHODS_SUPPORTED": ["none", "client_secret_post", "client_secret_basic"],
+    # RFC 9700: no implicit or password grant, no plain PKCE, tokens only in the header, and
+    # tokens stored as hashes (a database dump holds no usable token).
+    "COMPLIANT_BCP_RFC9700_IMPLICIT_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PASSWORD_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_METHOD": True,
+    "COMPLIANT_BCP_RFC9700_ACCESS_TOKEN_TRANSPORT": True,
+    "COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS": True,
+    "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,
+    "DCR_ENABLED": True,
+    "DCR_REGISTRATION_PERMISSION_CLASSES": ("oauth2_provider.dcr.AllowAllDCRPermission",),
+    "CIMD_ENABLED": True,
+    "CIMD_METADATA_FETCHER": "chat.api.oauth.MetadataFetcher",
+    "OAUTH2_PROTECTED_RESOURCE_NAME": "Tessera MCP server",
+}
+# Dynamic client registrations per client address an hour.
+OAUTH_REGISTRATIONS_PER_HOUR = env_int("TESSERA_OAUTH_REGISTRATIONS_PER_HOUR", 20)
+# Tests only: client metadata documents served from this machine (loopback addresses), with a
+# certificate from this CA file. Off and empty in any deployment.
+OAUTH_CIMD_ALLOW_LOOPBACK = env_bool("TESSERA_OAUTH_CIMD_ALLOW_LOOPBACK", False)
+OAUTH_CIMD_CA_FILE = env_str("TESSERA_OAUTH_CIMD_CA_FILE")
 
 # --- Static files -----------------------------------------------------------------------------
 STATIC_URL = "static/"

@@ -23,6 +23,8 @@ urlpatterns = [
     path("toolsets/", include("toolsets.urls")),
     # The OpenAI-compatible API (chat/api/openai.py), served by Django's async handler.
     path("v1/", include("chat.api.urls")),
+    # Tessera as the OAuth authorization server of /mcp (chat/api/oauth.py).
+    path("", include("chat.api.oauth_urls")),
     path("files/", include("toolsets.files.urls")),
     path("search/", include("chat.search.urls")),
     path("", include("chat.accounts.urls")),

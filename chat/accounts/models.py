@@ -127,3 +127,11 @@ class ProviderGroup(models.Model):
 
     def __str__(self) -> str:
         return f"{self.group_id} from {self.provider_id} for {self.user_id}"
+@receiver(post_save, sender=settings.AUTH_USER_MODEL)
+def _disconnect_oauth_clients_on_password_change(instance: Any, created: bool, **_: Any) -> None:
+    """A new password disconnects every OAuth client of the user's, as it revokes their API
+    tokens (toolsets/models.py): nothing the old password let in keeps working."""
+    if not created and getattr(instance, "_password", None) is not None:
+        from chat.api import oauth  # the authorization server's module imports the models
+
+        oauth.disconnect_all(instance.pk)

@@ -15,11 +15,12 @@ from django.contrib.auth.decorators import login_required
 from django.contrib.auth.signals import user_login_failed
 from django.contrib.auth.views import LoginView, PasswordChangeDoneView, PasswordChangeView
 from django.db import IntegrityError, transaction
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse_lazy
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from chat.api import oauth
 from chat.shares import shares_of
 from core.http import AuthedRequest
 from core.redact import redact
@@ -76,13 +77,25 @@ def account(request: AuthedRequest) -> HttpResponse:
     form = NameForm(request.POST or None, initial={"name": user.get_full_name()})
     if request.method == "POST":
         if not form.is_valid():
-            context = {"form": form, "shares": shares_of(user.pk)}
+            context = {"form": form, "shares": shares_of(user.pk), "clients": oauth.connections(user.pk)}
             return render(request, "accounts/account.html", context, status=400)
         user.first_name, user.last_name = form.cleaned_data["name"], ""
         user.save(update_fields=["first_name", "last_name"])
         messages.success(request, "Your name is saved.")
         return redirect("accounts:account")
-    return render(request, "accounts/account.html", {"form": form, "shares": shares_of(user.pk), **_budgets(user.pk)})
+    context = {"form": form, "shares": shares_of(user.pk), "clients": oauth.connections(user.pk), **_budgets(user.pk)}
+    return render(request, "accounts/account.html", context)
+
+
+@login_required
+@require_POST
+def disconnect_client(request: AuthedRequest, application_id: int) -> HttpResponse:
+    """Revokes what an OAuth client holds of this user's: only their own tokens are touched, so
+    another user's id finds nothing (404)."""
+    if not oauth.disconnect(request.user.pk, application_id):
+        raise Http404("No such connected client.")
+    messages.success(request, "The client is disconnected: its access is revoked.")
+    return redirect("accounts:account")
 
 
 def _budgets(user_id: int) -> dict[str, Any]:
