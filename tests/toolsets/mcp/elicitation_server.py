@@ -70,6 +70,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
     "huge": {"type": "object", "properties": {f"f{i}": {"type": "string", "title": "x" * 900} for i in range(60)}},
 }
 
+BANK = "https://bank.example/login?next=/pay"
 MESSAGE = "Tell me about you <script>alert('message')</script>"
 
 
@@ -86,7 +87,7 @@ def _said(result: Any, ctx: Context) -> CallToolResult:
 
 
 @server.tool()
-async def ask(form: str, ctx: Context) -> CallToolResult | InputRequiredResult:
+async def ask(ctx: Context, form: str = "contact") -> CallToolResult | InputRequiredResult:
     """Ask the user to fill in a form (contact, hostile, nested, huge) and say what came back."""
     schema = SCHEMAS[form]
     if modern(ctx):
@@ -100,7 +101,9 @@ async def ask(form: str, ctx: Context) -> CallToolResult | InputRequiredResult:
 
 
 @server.tool()
-async def visit(url: str, ctx: Context) -> CallToolResult | InputRequiredResult:
+async def visit(
+    ctx: Context, url: str = "https://bank.example/login?next=/pay"
+) -> CallToolResult | InputRequiredResult:
     """Ask the user to open a page and say when they are done."""
     if modern(ctx):
         responses = ctx.input_responses or {}

@@ -150,7 +150,10 @@ async def test_a_page_to_open_is_shown_and_done_is_sent(user: Any, era: str) -> 
     assert said(execution) == f"{era} accept: null"
     (asked,) = person.asked
     assert (asked.mode, asked.url, asked.domain) == ("url", "https://bank.example/login?next=%2Fpay", "bank.example")
-    assert asked.elicitation_id == "visit-1" and asked.message == "Sign in at the bank."
+    assert asked.message == "Sign in at the bank."
+    if era == "handshake":
+        # 2026-07-28 drops the id: an MRTR question is answered by the retried call itself.
+        assert asked.elicitation_id == "visit-1"
 
 
 async def test_a_look_alike_domain_is_shown_as_what_it_is(user: Any, era: str) -> None:
@@ -281,10 +284,10 @@ async def test_the_everything_servers_form_is_drawn_and_answered(user: Any, ever
     raw = json.loads(text.split("Raw result: ", 1)[1])
     assert raw["content"]["untitledMultipleSelectEnum"] == ["Piano", "Drums"]
     assert raw["content"]["firstLine"] == "It was a dark and stormy night."  # its default, kept
-    assert raw["content"]["number"] == 3.14 and raw["content"]["petType" if False else "legacyTitledEnum"] == "pet-2"
+    assert raw["content"]["number"] == 3.14 and raw["content"]["legacyTitledEnum"] == "pet-2"
     fields = {f["name"]: f for f in person.asked[0].fields}
     assert [o["label"] for o in fields["legacyTitledEnum"]["options"]][:2] == ["Cats", "Dogs"]
-    assert [o["label"] for o in fields["titledSingleSelectEnum"]["options"]][0] == "Superman"
+    assert fields["titledSingleSelectEnum"]["options"][0]["label"] == "Superman"
 
 
 @needs_node
