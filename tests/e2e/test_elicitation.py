@@ -10,18 +10,19 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Locator, Page, expect
+from playwright.sync_api import Browser, Locator, Page, expect
 
 from tests.toolsets.mcp.conftest import register
 from toolsets.models import ToolExecution, ToolsetConfig
 
 from .axe import axe_violations, blocking, describe, set_theme
-from .conftest import SHOTS, normalized_messages, send, shot, wait_socket, wait_turn_done
+from .conftest import SHOTS, browser_page, normalized_messages, send, shot, wait_socket, wait_turn_done
 
 pytestmark = pytest.mark.e2e
 
@@ -31,8 +32,11 @@ EVERYTHING = ROOT / "node_modules/@modelcontextprotocol/server-everything/dist/i
 
 
 @pytest.fixture
-def page(axe_signed_in: Page) -> Page:
-    return axe_signed_in
+def page(browser: Browser, stack: Any, e2e_user: Any) -> Iterator[Page]:
+    """Signed in, axe-ready; a form the server-side check refuses is a 400 the browser logs."""
+    refused = "Failed to load resource: the server responded with a status of 400"
+    with browser_page(browser, stack.url, bypass_csp=True, allow_console=(refused,)) as found:
+        yield found
 
 
 def add_server(slug: str, name: str, command: str, args: list[str]) -> None:
@@ -44,7 +48,6 @@ def add_server(slug: str, name: str, command: str, args: list[str]) -> None:
 
 
 def select(page: Page, slug: str) -> None:
-    page.goto(page.url.split("/chats/")[0] + "/")
     send(page, "Hello")
     page.wait_for_url("**/chats/*/")
     wait_socket(page)
@@ -87,12 +90,12 @@ def test_a_form_is_filled_checked_and_accepted(page: Page, stack: Any) -> None:
     expect(card.get_by_test_id("elicitation-message")).to_have_text(
         "Tell me about you <script>alert('message')</script>"
     )
+    shot(page, "elicitation-form-light")
     expect(field(card, "Budget")).to_have_value("10.5")  # the schema's default
     expect(field(card, "Size")).to_have_value("m")
     expect(field(card, "Subscribe")).to_be_checked()
-    expect(field(card, "Email")).to_have_attribute("type", "email")
+    expect(field(card, "Email (required)")).to_have_attribute("type", "email")
     expect(field(card, "Birthday")).to_have_attribute("type", "date")
-    shot(page, "elicitation-form-light")
     violations = blocking(axe_violations(page, '[data-testid="elicitation-card"]'))
     assert not violations, describe(violations, "elicitation card, light")
 

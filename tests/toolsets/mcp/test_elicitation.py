@@ -21,6 +21,8 @@ from django.conf import settings
 from django.http import QueryDict
 
 from toolsets.executor import Execution, execute
+from toolsets.mcp.discovery import refresh
+from toolsets.registry import all_toolsets
 from toolsets.mcp import elicitation
 from toolsets.mcp.elicitation import Answer, ElicitationRequest
 
@@ -46,11 +48,20 @@ class Person:
         action, typed = self.answers.pop(0)
         if action != "accept" or request.mode == "url":
             return Answer(action)  # type: ignore[arg-type]
+        # What the card's form sends: its defaults, then what the person typed over them.
+        values: dict[str, Any] = {}
+        for f in request.fields:
+            if f["kind"] == "boolean":
+                values[f["name"]] = "on" if f["value"] else None
+            else:
+                values[f["name"]] = f["value"]
+        values.update(typed or {})
         form = QueryDict(mutable=True)
         by_name = {f["name"]: f["key"] for f in request.fields}
-        for name, value in (typed or {}).items():
+        for name, value in values.items():
             for item in value if isinstance(value, list) else [value]:
-                form.appendlist(by_name[name], item)
+                if item is not None:
+                    form.appendlist(by_name[name], item)
         content, errors = elicitation.parse(request.fields, form)
         errors = errors or elicitation.check(request.fields, request.schema, content)
         assert not errors, errors
@@ -72,6 +83,13 @@ def era(request: pytest.FixtureRequest) -> Iterator[str]:
     for port in serve(SERVER, "http", "{port}", *legacy):
         url = f"http://127.0.0.1:{port}/mcp"
         server = register(name="Asking", slug="ask", transport="http", url=url, timeout_s=10)
+        for _ in range(5):  # a busy machine may take a while to start the server
+            if server.protocol_version:
+                break
+            time.sleep(2)
+            refresh(server, None)
+            all_toolsets()
+            server.refresh_from_db()
         assert server.protocol_version == ("2025-11-25" if legacy else "2026-07-28"), server.refresh_message
         yield request.param
 
