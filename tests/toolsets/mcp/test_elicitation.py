@@ -21,10 +21,10 @@ from django.conf import settings
 from django.http import QueryDict
 
 from toolsets.executor import Execution, execute
-from toolsets.mcp.discovery import refresh
-from toolsets.registry import all_toolsets
 from toolsets.mcp import elicitation
+from toolsets.mcp.discovery import refresh
 from toolsets.mcp.elicitation import Answer, ElicitationRequest
+from toolsets.registry import all_toolsets
 
 from .conftest import free_port, register, serve
 
