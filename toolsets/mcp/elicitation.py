@@ -39,6 +39,7 @@ from datetime import UTC, date, datetime
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+import anyio
 import jsonschema
 import mcp_types as types
 from django.core.exceptions import ValidationError
@@ -496,6 +497,7 @@ class Handler:
         self.timed_out = False
         self._waiting = 0
         self._left = 0.0
+        self._asking: set[anyio.CancelScope] = set()
 
     @property
     def wait_budget(self) -> float:
@@ -518,8 +520,14 @@ class Handler:
             request = self._request(params)
         except SchemaRefused as exc:
             return types.ErrorData(code=types.INVALID_PARAMS, message=f"Tessera cannot ask this: {exc}.")
-        with self._paused():
-            answer = await self.elicit(request)
+        answer = Answer("cancel")  # unless answered: the call ended while it asked
+        with anyio.CancelScope() as scope:
+            self._asking.add(scope)
+            try:
+                with self._paused():
+                    answer = await self.elicit(request)
+            finally:
+                self._asking.discard(scope)
         if answer.action == "timeout":
             self.timed_out = True
             return types.ElicitResult(action="cancel")
@@ -566,6 +574,12 @@ class Handler:
             if self._waiting == 0 and clock is not None and not clock.expired():
                 clock.reschedule(loop.time() + self._left)
 
+    def end(self) -> None:
+        """The call is over (answered, failed, stopped): a question still open is withdrawn. A
+        handshake-era question waits on the connection's task, which Stop does not cancel."""
+        for scope in list(self._asking):
+            scope.cancel()
+
     def timeout_message(self) -> str:
         minutes = self.timeout_s / 60
         span = f"{minutes:g} minute{'s' if minutes != 1 else ''}" if self.timeout_s >= 60 else f"{self.timeout_s:g} s"
@@ -586,6 +600,7 @@ def calling(connection: Any, handler: Handler) -> Iterator[None]:
     finally:
         handlers.discard(handler)
         _current.reset(token)
+        handler.end()
 
 
 def answerer(connection: Any) -> Any:

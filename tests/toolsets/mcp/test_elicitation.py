@@ -316,3 +316,25 @@ async def test_the_everything_servers_page_to_open(user: Any, everything: None) 
     )
     assert execution.error is None, execution.error
     assert person.asked[0].mode == "url" and person.asked[0].domain == "example.com"
+
+
+async def test_stop_while_asked_withdraws_the_question(user: Any, era: str) -> None:
+    waiting = Waiting()
+    running = asyncio.create_task(call(user, "ask", {"form": "contact"}, waiting))
+    for _ in range(200):
+        if waiting.asked:
+            break
+        await asyncio.sleep(0.05)
+    (asked,) = waiting.asked
+    key = f"{elicitation.PREFIX}:{asked.id}"
+    assert await waiting.redis.exists(key)
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    # A handshake-era question waits on the connection's task, not the call's: it is withdrawn
+    # with the call all the same, and nobody can answer it any more.
+    for _ in range(40):
+        if not await waiting.redis.exists(key):
+            break
+        await asyncio.sleep(0.05)
+    assert not await waiting.redis.exists(key)
