@@ -189,9 +189,16 @@ def test_a_page_to_open_shows_its_domain_opens_in_a_new_tab_and_done_goes_on(pag
     popup.wait_for_load_state()
     assert popup.url == "https://bank.example/login?next=/pay"
     popup.close()
+    # On a phone, after a reload: the same question, within the screen.
     page.set_viewport_size({"width": 390, "height": 844})
+    page.reload()
+    wait_socket(page)
+    card = page.get_by_test_id("elicitation-card")
+    expect(card.get_by_test_id("elicitation-domain")).to_have_text("bank.example")
     card.scroll_into_view_if_needed()
     shot(page, "elicitation-url-phone")
+    box = card.bounding_box()
+    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390
     card.get_by_test_id("elicitation-accept").click()
     expect(page.locator('[data-tool="toolset__mcp_ask__visit"]')).to_have_attribute(
         "data-status", "success", timeout=30_000

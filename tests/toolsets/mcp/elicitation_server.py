@@ -56,6 +56,21 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         },
         "required": ["name", "email", "age", "colour"],
     },
+    "order": {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "title": "Name on the order"},
+            "quantity": {"type": "integer", "title": "Quantity", "minimum": 1, "maximum": 20, "default": 1},
+            "size": {
+                "type": "string",
+                "title": "Size",
+                "oneOf": [{"const": "s", "title": "Small"}, {"const": "m", "title": "Medium"}],
+                "default": "m",
+            },
+            "gift": {"type": "boolean", "title": "Wrap as a gift", "description": "Adds a card, no charge."},
+        },
+        "required": ["name", "quantity"],
+    },
     "hostile": {
         "type": "object",
         "properties": {
@@ -86,18 +101,28 @@ def _said(result: Any, ctx: Context) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)])
 
 
-@server.tool()
-async def ask(ctx: Context, form: str = "contact") -> CallToolResult | InputRequiredResult:
-    """Ask the user to fill in a form (contact, hostile, nested, huge) and say what came back."""
+async def _ask(ctx: Context, form: str, message: str) -> CallToolResult | InputRequiredResult:
     schema = SCHEMAS[form]
     if modern(ctx):
         responses = ctx.input_responses or {}
         if "q" not in responses:
-            params = ElicitRequestFormParams(message=MESSAGE, requested_schema=schema)
+            params = ElicitRequestFormParams(message=message, requested_schema=schema)
             return InputRequiredResult(input_requests={"q": ElicitRequest(params=params)})
         return _said(responses["q"], ctx)
-    said = await ctx.request_context.session.elicit_form(MESSAGE, schema, related_request_id=ctx.request_id)
+    said = await ctx.request_context.session.elicit_form(message, schema, related_request_id=ctx.request_id)
     return _said(said, ctx)
+
+
+@server.tool()
+async def ask(ctx: Context, form: str = "contact") -> CallToolResult | InputRequiredResult:
+    """Ask the user to fill in a form (contact, hostile, nested, huge) and say what came back."""
+    return await _ask(ctx, form, MESSAGE)
+
+
+@server.tool()
+async def order(ctx: Context) -> CallToolResult | InputRequiredResult:
+    """Ask for the details of an order."""
+    return await _ask(ctx, "order", "Who is the order for, and how many?")
 
 
 @server.tool()
