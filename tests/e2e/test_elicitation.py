@@ -71,11 +71,16 @@ def field(card: Locator, label: str) -> Locator:
     return card.get_by_label(label, exact=True)
 
 
+def content_of(record: ToolExecution) -> list[dict[str, Any]]:
+    result: dict[str, Any] = record.result or {}
+    return list(result["content"])
+
+
 def result_text(page: Page) -> str:
     wait_turn_done(page)
     record = ToolExecution.objects.order_by("-pk").first()
     assert record is not None and record.status == "success", record and record.error
-    return str(record.result["content"][0]["text"])
+    return str(content_of(record)[0]["text"])
 
 
 def test_a_form_is_filled_checked_and_accepted(page: Page, stack: Any) -> None:
@@ -107,11 +112,8 @@ def test_a_form_is_filled_checked_and_accepted(page: Page, stack: Any) -> None:
     card.get_by_label("Egg").check()
     card.get_by_test_id("elicitation-accept").click()
     # Checked on the server: the errors by their fields, and the question stays open.
-    expect(
-        card.locator("#" + card.get_attribute("id").replace("elicitation-", "elicit-") + "-field-1-error")
-    ).to_have_text(  # type: ignore[union-attr]
-        "Enter a valid email address."
-    )
+    box_id = str(card.get_attribute("id")).removeprefix("elicitation-")
+    expect(card.locator(f"#elicit-{box_id}-field-1-error")).to_have_text("Enter a valid email address.")
     expect(field(card, "Age (required)")).to_have_attribute("aria-invalid", "true")
     expect(card).to_contain_text("Enter a number at least 18.")
     shot(page, "elicitation-form-errors")
@@ -229,7 +231,7 @@ def test_the_everything_servers_form_in_the_handshake_era(page: Page, stack: Any
     wait_turn_done(page)
     record = ToolExecution.objects.order_by("-pk").first()
     assert record is not None
-    text = "\n".join(b.get("text", "") for b in record.result["content"])
+    text = "\n".join(b.get("text", "") for b in content_of(record))
     assert "- Name: Grace Hopper" in text and '"untitledMultipleSelectEnum": [\n      "Guitar"\n    ]' in text
 
 
@@ -248,4 +250,4 @@ def test_cancel_in_the_handshake_era(page: Page, stack: Any) -> None:
     wait_turn_done(page)
     record = ToolExecution.objects.order_by("-pk").first()
     assert record is not None
-    assert "User cancelled the elicitation dialog" in record.result["content"][0]["text"]
+    assert "User cancelled the elicitation dialog" in content_of(record)[0]["text"]
