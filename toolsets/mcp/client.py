@@ -84,7 +84,16 @@ async def call_tool(spec: ServerSpec, name: str, arguments: dict[str, Any], ctx:
     # The server's questions during this call (elicitation, both eras) go to this call's person.
     questions = elicitation.Handler(spec.name, name, ctx.elicit, ctx.clock, elicitation_timeout_s())
     with elicitation.calling(connection, questions):
-        raw = await connection.call(name, arguments, progress, spec.timeout_s, waits=questions.wait_budget)
+        try:
+            raw = await connection.call(name, arguments, progress, spec.timeout_s, waits=questions.wait_budget)
+        except elicitation.PagesRequired as needed:
+            # The server refused the call until the user visits its pages (URL_ELICITATION_REQUIRED):
+            # it did not run, so once they are done it is called again, once.
+            await questions.visit_first(needed)
+            try:
+                raw = await connection.call(name, arguments, progress, spec.timeout_s, waits=questions.wait_budget)
+            except elicitation.PagesRequired as again:
+                raise ToolFailure(f"{spec.name} still needs pages visited: {again}") from None
     if questions.timed_out:
         raise ToolFailure(questions.timeout_message(), error_type="timeout_error", fault=False)
     shaped = results.shape(raw, server=spec.toolset_id)

@@ -23,7 +23,7 @@ from mcp.client.sse import sse_client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from mcp_types import CONNECTION_CLOSED, INVALID_REQUEST, REQUEST_TIMEOUT
+from mcp_types import CONNECTION_CLOSED, INVALID_REQUEST, REQUEST_TIMEOUT, URL_ELICITATION_REQUIRED
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolsets.base import ToolFailure
@@ -126,6 +126,8 @@ class Connection:
                     log.info("MCP server %s lost the session; starting a new one", self.spec.name)
                     self._renew()
                     continue
+                if exc.code == URL_ELICITATION_REQUIRED:
+                    raise elicitation.PagesRequired(exc) from None  # the caller asks, and calls again
                 raise self._failure(exc) from None
             except RuntimeError as exc:
                 # The SDK checks a result against the tool's declared outputSchema and raises

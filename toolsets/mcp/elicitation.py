@@ -44,6 +44,9 @@ import jsonschema
 import mcp_types as types
 from django.core.exceptions import ValidationError
 from django.core.validators import EmailValidator
+from mcp.shared.exceptions import MCPError
+
+from toolsets.base import ToolFailure
 
 from . import catalog
 
@@ -67,6 +70,15 @@ NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 FORMATS = {"email": "email", "uri": "url", "date": "date", "date-time": "datetime-local"}
 
 Action = Literal["accept", "decline", "cancel", "timeout"]
+
+
+class PagesRequired(Exception):
+    """A server's URL_ELICITATION_REQUIRED error (-32042): the call did not run; the user must
+    open the pages it names first."""
+
+    def __init__(self, error: MCPError) -> None:
+        super().__init__(catalog.clean_text(error.message, 300))
+        self.data = error.data
 
 
 class SchemaRefused(ValueError):
@@ -573,6 +585,26 @@ class Handler:
             self._waiting -= 1
             if self._waiting == 0 and clock is not None and not clock.expired():
                 clock.reschedule(loop.time() + self._left)
+
+    async def visit_first(self, needed: PagesRequired) -> None:
+        """Asks the user to open each page a URL_ELICITATION_REQUIRED error names; returns when
+        all were done, else fails the call with why."""
+        try:
+            pages = types.ElicitationRequiredErrorData.model_validate(needed.data).elicitations
+        except ValueError:
+            raise ToolFailure(f"{self.server} refused the call: {needed}") from None
+        for page in pages[:MAX_PER_CALL]:
+            said = await self(page)
+            if self.timed_out:
+                raise ToolFailure(self.timeout_message(), error_type="timeout_error", fault=False)
+            if isinstance(said, types.ErrorData):
+                raise ToolFailure(f"{self.server} refused the call until a page is visited: {said.message}")
+            if said.action != "accept":
+                raise ToolFailure(
+                    f"{self.server} needs the user to open a page first ({catalog.clean_text(page.url, 300)}); "
+                    f"they answered {said.action}, so the call did not run.",
+                    error_type="permission_denied",
+                )
 
     def end(self) -> None:
         """The call is over (answered, failed, stopped): a question still open is withdrawn. A

@@ -338,3 +338,26 @@ async def test_stop_while_asked_withdraws_the_question(user: Any, era: str) -> N
             break
         await asyncio.sleep(0.05)
     assert not await waiting.redis.exists(key)
+
+
+@needs_node
+async def test_a_call_refused_until_a_page_is_visited_runs_after_done(user: Any, everything: None) -> None:
+    # server-everything's error path: the call fails with URL_ELICITATION_REQUIRED (-32042)
+    # naming a page; once the user is done there, the call is made again and runs (and asks
+    # for its own page on the way).
+    person = Person(("accept", None), ("accept", None))
+    arguments = {"url": "https://example.com/authorize", "errorPath": True}
+    execution = await call(user, "trigger-url-elicitation", arguments, person, slug="ev")
+    assert execution.error is None, execution.error
+    assert [asked.domain for asked in person.asked] == ["modelcontextprotocol.io", "example.com"]
+    assert "User completed the URL elicitation flow" in execution.result["content"][0]["text"]
+
+
+@needs_node
+async def test_a_declined_page_that_is_required_fails_the_call(user: Any, everything: None) -> None:
+    person = Person(("decline", None))
+    arguments = {"url": "https://example.com/authorize", "errorPath": True}
+    execution = await call(user, "trigger-url-elicitation", arguments, person, slug="ev")
+    assert execution.error is not None and execution.error.type == "permission_denied"
+    assert "needs the user to open a page first (https://modelcontextprotocol.io)" in execution.error.message
+    assert "answered decline" in execution.error.message
