@@ -19,7 +19,9 @@ import pytest
 from playwright.sync_api import Browser, Locator, Page, expect
 
 from tests.toolsets.mcp.conftest import register
+from toolsets.mcp.discovery import refresh
 from toolsets.models import ToolExecution, ToolsetConfig
+from toolsets.registry import all_toolsets
 
 from .axe import axe_violations, blocking, describe, set_theme
 from .conftest import SHOTS, browser_page, normalized_messages, send, shot, wait_socket, wait_turn_done
@@ -39,10 +41,21 @@ def page(browser: Browser, stack: Any, e2e_user: Any) -> Iterator[Page]:
         yield found
 
 
+def _registered(slug: str, name: str, command: str, args: list[str]) -> None:
+    server = register(name=name, slug=slug, transport="stdio", command=command, args=args)
+    for _ in range(3):  # a busy machine may start a server slower than discovery waits
+        if server.tools:
+            return
+        refresh(server, None)
+        all_toolsets()
+        server.refresh_from_db()
+    assert server.tools, server.last_error
+
+
 def add_server(slug: str, name: str, command: str, args: list[str]) -> None:
     # Off Playwright's thread, which runs its own event loop.
     with ThreadPoolExecutor(1) as thread:
-        thread.submit(register, name=name, slug=slug, transport="stdio", command=command, args=args).result()
+        thread.submit(_registered, slug, name, command, args).result()
     # The admin lets this server's tools run without asking: the card shows the question only.
     ToolsetConfig.objects.create(toolset_id=f"mcp_{slug}", policy="auto")
 
