@@ -510,6 +510,8 @@ class Handler:
         self._waiting = 0
         self._left = 0.0
         self._asking: set[anyio.CancelScope] = set()
+        # A call's card shows one question at a time: a 2026 server may send several at once.
+        self._one_at_a_time = asyncio.Lock()
 
     @property
     def wait_budget(self) -> float:
@@ -537,7 +539,9 @@ class Handler:
             self._asking.add(scope)
             try:
                 with self._paused():
-                    answer = await self.elicit(request)
+                    async with self._one_at_a_time:
+                        # After an unanswered question nobody is there for the next one.
+                        answer = Answer("timeout") if self.timed_out else await self.elicit(request)
             finally:
                 self._asking.discard(scope)
         if answer.action == "timeout":

@@ -120,6 +120,21 @@ async def ask(ctx: Context, form: str = "contact") -> CallToolResult | InputRequ
 
 
 @server.tool()
+async def two(ctx: Context) -> CallToolResult | InputRequiredResult:
+    """2026-07-28 only: two questions in one InputRequiredResult."""
+    responses = ctx.input_responses or {}
+    if not responses:
+        first = ElicitRequestFormParams(message="First?", requested_schema=SCHEMAS["order"])
+        second = ElicitRequestFormParams(message="Second?", requested_schema=SCHEMAS["order"])
+        return InputRequiredResult(input_requests={"a": ElicitRequest(params=first), "b": ElicitRequest(params=second)})
+    said = {
+        key: ElicitResult.model_validate(value).action if isinstance(value, dict) else value.action
+        for key, value in sorted(responses.items())
+    }
+    return CallToolResult(content=[TextContent(type="text", text=json.dumps(said, sort_keys=True))])
+
+
+@server.tool()
 async def order(ctx: Context) -> CallToolResult | InputRequiredResult:
     """Ask for the details of an order."""
     return await _ask(ctx, "order", "Who is the order for, and how many?")

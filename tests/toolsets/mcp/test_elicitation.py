@@ -361,3 +361,24 @@ async def test_a_declined_page_that_is_required_fails_the_call(user: Any, everyt
     assert execution.error is not None and execution.error.type == "permission_denied"
     assert "needs the user to open a page first (https://modelcontextprotocol.io)" in execution.error.message
     assert "answered decline" in execution.error.message
+
+
+@pytest.mark.parametrize("era", ["mrtr"], indirect=True)
+async def test_questions_asked_at_once_are_shown_one_at_a_time(user: Any, era: str) -> None:
+    waiting = 0
+    most = 0
+
+    class OneByOne(Person):
+        async def __call__(self, request: ElicitationRequest) -> Answer:
+            nonlocal waiting, most
+            waiting += 1
+            most = max(most, waiting)
+            await asyncio.sleep(0.3)
+            waiting -= 1
+            return await super().__call__(request)
+
+    person = OneByOne(("decline", None), ("cancel", None))
+    execution = await call(user, "two", {}, person)
+    assert most == 1
+    assert sorted(asked.message for asked in person.asked) == ["First?", "Second?"]
+    assert json.loads(said(execution)) in ({"a": "decline", "b": "cancel"}, {"a": "cancel", "b": "decline"})
