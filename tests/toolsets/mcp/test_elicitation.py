@@ -382,3 +382,34 @@ async def test_questions_asked_at_once_are_shown_one_at_a_time(user: Any, era: s
     assert most == 1
     assert sorted(asked.message for asked in person.asked) == ["First?", "Second?"]
     assert json.loads(said(execution)) in ({"a": "decline", "b": "cancel"}, {"a": "cancel", "b": "decline"})
+
+
+@pytest.mark.parametrize(
+    ("schema", "reason"),
+    [
+        ([], "not an object"),
+        ({"type": "array"}, "must be of type object"),
+        ({"properties": {}}, "no properties"),
+        ({"properties": {"a b": {"type": "string"}}}, "not a plain name"),
+        ({"properties": {"x": {"type": "string", "format": "ipv4"}}}, "format 'ipv4' is not supported"),
+        ({"properties": {"x": {"type": "null"}}}, "type 'null' is not supported"),
+        ({"properties": {"x": {"type": "string", "enum": [1, 2]}}}, "choices must be strings"),
+        ({"properties": {"x": {"type": "string", "enum": []}}}, "no choices"),
+        ({"properties": {"x": {"type": "array", "items": {"type": "string"}}}}, "only lists of choices"),
+        ({"properties": {"x": {"type": "integer", "minimum": "0"}}}, "minimum must be a number"),
+        ({"properties": {f"f{i}": {"type": "boolean"} for i in range(31)}}, "more than 30 fields"),
+        ({"properties": {"x": {"type": "string", "enum": [str(i) for i in range(101)]}}}, "more than 100 choices"),
+        ({"properties": {"x": {"type": "string"}}, "required": "x"}, "`required` must be a list"),
+    ],
+)
+def test_schemas_tessera_cannot_draw_are_refused_with_a_reason(schema: Any, reason: str) -> None:
+    with pytest.raises(elicitation.SchemaRefused, match=reason):
+        elicitation.form_fields(schema)
+
+
+def test_untrusted_text_in_a_schema_is_cleaned_and_capped() -> None:
+    (only,) = elicitation.form_fields(
+        {"properties": {"x": {"type": "string", "title": "A\x00B\u202e" + "t" * 500, "description": "d\x07" * 900}}}
+    )
+    assert only["label"].startswith("AB") and len(only["label"]) == elicitation.MAX_TITLE
+    assert "\x07" not in only["description"] and len(only["description"]) <= elicitation.MAX_DESCRIPTION
