@@ -127,10 +127,7 @@ async def two(ctx: Context) -> CallToolResult | InputRequiredResult:
         first = ElicitRequestFormParams(message="First?", requested_schema=SCHEMAS["order"])
         second = ElicitRequestFormParams(message="Second?", requested_schema=SCHEMAS["order"])
         return InputRequiredResult(input_requests={"a": ElicitRequest(params=first), "b": ElicitRequest(params=second)})
-    said = {
-        key: ElicitResult.model_validate(value).action if isinstance(value, dict) else value.action
-        for key, value in sorted(responses.items())
-    }
+    said = {key: ElicitResult.model_validate(value, from_attributes=True).action for key, value in responses.items()}
     return CallToolResult(content=[TextContent(type="text", text=json.dumps(said, sort_keys=True))])
 
 
