@@ -29,6 +29,7 @@ from . import presenters, turn_store
 from .agents import AgentSpec
 from .agents.base import MAX_CONTEXT_LENGTH, MAX_TASK_LENGTH
 from .approvals import Asker
+from .elicitations import Elicitor
 from .prompts import system_prompt
 from .selection import AGENTS
 from .streaming import TurnSink
@@ -143,6 +144,7 @@ class Delegator:
             selection=self._selection_for(agent, delegating=child is not None),
             on_progress=progress,
             on_approval=Asker(sink, lane),
+            on_elicitation=Elicitor(sink, lane),
             delegator=child,
             lane=lane,
             sources=self.sources,

@@ -28,6 +28,7 @@ from .agents import AgentSpec
 from .approvals import Asker
 from .compaction import StoredSummarizer
 from .delegation import Delegator
+from .elicitations import Elicitor
 from .events import FINAL_SEQ, send_fragment
 from .live import LiveTurn
 from .models import AppSettings, LLMModel, Turn
@@ -168,6 +169,7 @@ async def _run_claimed(turn: Turn, redis: Any, watch: TurnWatch) -> None:
             selection=chat.enabled_tools,
             on_progress=sink.tool_progress,
             on_approval=Asker(sink),
+            on_elicitation=Elicitor(sink),
             delegator=delegator,
             sources=sources,
             client_tools=api.get("tools") or None,

@@ -2,7 +2,7 @@ from django.urls import path
 
 import core.converters  # noqa: F401 - registers the <id:…> converter
 
-from . import approval_views, manage, shares, turn_views, views
+from . import approval_views, elicitation_views, manage, shares, turn_views, views
 
 app_name = "chat"
 
@@ -34,4 +34,5 @@ urlpatterns = [
     path("turns/<id:turn_id>/choose/", turn_views.choose_version, name="choose"),
     path("turns/<id:turn_id>/markdown/", turn_views.answer_markdown, name="markdown"),
     path("approvals/<str:approval_id>/", approval_views.answer_approval, name="approval"),
+    path("elicitations/<str:elicitation_id>/", elicitation_views.answer_elicitation, name="elicitation"),
 ]

@@ -503,6 +503,9 @@ TESSERA = {
     "CANCEL_POLL_S": env_float("TESSERA_CANCEL_POLL_S", 0.15),
     "DEMO_TOKENS_PER_SECOND": env_float("TESSERA_DEMO_TOKENS_PER_SECOND", 40.0),
     "TOOL_RESULT_MODEL_LIMIT": env_int("TESSERA_TOOL_RESULT_MODEL_LIMIT", 16_000),
+    # How long an MCP server's question during a tool call (elicitation) waits for the user's
+    # answer on the card before it is cancelled and the call fails with "No answer within …".
+    "MCP_ELICITATION_TIMEOUT_S": env_float("TESSERA_MCP_ELICITATION_TIMEOUT_S", 600.0),
     # Threads a worker process lends its turns for database calls and sync tools.
     "WORKER_IO_THREADS": env_int("TESSERA_WORKER_IO_THREADS", 32),
     # Threads LiteLLM may use at once for its end-of-stream work in a worker (chat/worker_loop.py).

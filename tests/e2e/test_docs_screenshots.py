@@ -47,6 +47,7 @@ IMAGES = {
     "versions": "An edited question with its versions, 2 / 2 (user guide)",
     "search": "Search as you type in the sidebar (user guide)",
     "approval-card": "A tool call waiting for approval (user guide, policies)",
+    "elicitation-card": "An MCP server's question on a tool card, as a form (user guide)",
     "delegation": "A subagent's delegation card with nested tool cards (user guide)",
     "files": "Files attached to a question, with the answer citing them (user guide)",
     "toolsets-page": "The Toolsets settings page (user guide, admin guide)",
@@ -188,6 +189,40 @@ def test_a_tool_call_waiting_for_approval(page: Page, e2e_user: Any) -> None:
     settle(page)
     picture(page, "approval-card")
     page.get_by_test_id("approval-deny").click()
+    wait_turn_done(page)
+
+
+def test_a_servers_question_on_a_tool_card(page: Page) -> None:
+    import sys
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tests.toolsets.mcp.conftest import register
+    from toolsets.models import ToolsetConfig
+
+    with ThreadPoolExecutor(1) as thread:  # off Playwright's thread, which runs its own loop
+        asking = ROOT / "tests/toolsets/mcp/elicitation_server.py"
+        thread.submit(
+            register, name="Shop", slug="shop", transport="stdio", command=sys.executable, args=[str(asking)]
+        ).result()
+    ToolsetConfig.objects.create(toolset_id="mcp_shop", policy="auto")
+    page.goto(page.base_url + "/")  # type: ignore[attr-defined]
+    send(page, "Hello")
+    page.wait_for_url("**/chats/*/")
+    wait_socket(page)
+    wait_turn_done(page)
+    page.get_by_test_id("toolsets-popover-trigger").click()
+    box = page.get_by_test_id("toolset-checkbox-mcp_shop")
+    if not box.is_checked():
+        box.check()
+    page.keyboard.press("Escape")
+    send(page, "use the order tool")
+    card = page.get_by_test_id("elicitation-card")
+    expect(card).to_be_visible(timeout=30_000)
+    expect(card).to_contain_text("Who is the order for, and how many?")
+    card.get_by_label("Name on the order (required)").fill("Ada Lovelace")
+    settle(page)
+    picture(page.locator('[data-testid="tool-call-message"][data-status="waiting"]'), "elicitation-card")
+    card.get_by_test_id("elicitation-cancel").click()
     wait_turn_done(page)
 
 
