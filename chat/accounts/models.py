@@ -127,6 +127,8 @@ class ProviderGroup(models.Model):
 
     def __str__(self) -> str:
         return f"{self.group_id} from {self.provider_id} for {self.user_id}"
+
+
 @receiver(post_save, sender=settings.AUTH_USER_MODEL)
 def _disconnect_oauth_clients_on_password_change(instance: Any, created: bool, **_: Any) -> None:
     """A new password disconnects every OAuth client of the user's, as it revokes their API
