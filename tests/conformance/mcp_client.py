@@ -34,8 +34,9 @@ from urllib.parse import parse_qs, urlsplit
 
 ROOT = Path(__file__).resolve().parents[2]
 # Where Tessera runs, as Connect builds its callback from the request: https, so Tessera offers
-# its Client ID Metadata Document to servers that support them.
-CALLBACK = "https://tessera.example/toolsets/mcp/callback/"
+# its Client ID Metadata Document (https://<host>/client-metadata.json) to servers that support
+# them; the host is the one the suite's CIMD scenario expects the document on.
+CALLBACK = "https://conformance-test.local/toolsets/mcp/callback/"
 # How often the "user" connects again when calls keep asking for more access.
 MAX_CONNECTS = 3
 

@@ -195,6 +195,15 @@ def pre_registered(
 
 
 class _RuntimeProvider(_Provider):
+    """A worker's: attaches and refreshes the token; never starts a new authorization."""
+
+    failure = ""
+
+    def take_failure(self) -> str:
+        """Why the last request was stopped here (the transport reports only a closed stream)."""
+        found, self.failure = self.failure, ""
+        return found
+
     async def _perform_authorization_code_grant(self) -> tuple[str, str]:
         # A worker cannot send anybody to a consent page.
         storage = self.context.storage
@@ -205,17 +214,16 @@ class _RuntimeProvider(_Provider):
             if _scopes(wanted) <= _scopes(granted):
                 # Connecting again would ask for what the grant already holds: no loop of
                 # consent pages that can never help.
-                raise OAuthFlowError(
-                    f"{self.spec.name} refuses this even with the access you granted ({granted or 'no scope'})."
-                )
-            # A step-up: the grant stays (other tools keep working with it); the next Connect
-            # asks for the union.
-            await storage.want_scope(wanted or "")
-            raise OAuthFlowError(
-                f"{self.spec.name} needs more access for this ({wanted}): connect again on the Toolsets page."
-            )
-        await storage.clear_tokens()
-        raise OAuthFlowError("The OAuth connection expired or was revoked: connect again on the Toolsets page.")
+                self.failure = f"the server refuses this even with the access you granted ({granted or 'no scope'})."
+            else:
+                # A step-up: the grant stays (other tools keep working with it); the next
+                # Connect asks for the union.
+                await storage.want_scope(wanted or "")
+                self.failure = f"this needs more access ({wanted}): connect again on the Toolsets page."
+        else:
+            await storage.clear_tokens()
+            self.failure = "the OAuth connection expired or was revoked: connect again on the Toolsets page."
+        raise OAuthFlowError(self.failure)
 
 
 class _ConsentProvider(_Provider):
@@ -423,7 +431,7 @@ def client_metadata_url(redirect_uri: str) -> str | None:
     parts = urlsplit(redirect_uri)
     if parts.scheme != "https" or not parts.netloc:
         return None
-    return f"https://{parts.netloc}{reverse('toolsets:mcp_client_metadata')}"
+    return f"https://{parts.netloc}{reverse('mcp_client_metadata')}"
 
 
 def pending_key() -> str:

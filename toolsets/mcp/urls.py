@@ -5,7 +5,6 @@ from . import views
 # Included by toolsets.urls (namespace "toolsets"), under /toolsets/mcp/.
 urlpatterns = [
     path("callback/", views.callback, name="mcp_callback"),
-    path("client-metadata.json", views.client_metadata, name="mcp_client_metadata"),
     path("<slug:slug>/connect/", views.connect, name="mcp_connect"),
     path("<slug:slug>/disconnect/", views.disconnect, name="mcp_disconnect"),
     path("<slug:slug>/resource/", views.resource, name="mcp_resource"),
