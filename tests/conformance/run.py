@@ -4,7 +4,7 @@
 
 Every client scenario `conformance list` shows (or the ones named) is run with
 tests/conformance/mcp_client.py as the client. A scenario passes when the suite ran at least one
-check and none failed. The run fails on a scenario that fails without being listed in
+check and none failed or warned. The run fails on a scenario that fails without being listed in
 expected-failures.yml, on a listed one that passes (the list must not go stale), on a listed one
 without a reason, and when no check ran at all (a client that does nothing "passes" 0/0).
 
@@ -72,7 +72,7 @@ class Outcome:
 
     @property
     def ok(self) -> bool:
-        return self.passed > 0 and self.failed == 0
+        return self.passed > 0 and self.failed == 0 and self.warnings == 0
 
 
 def read_checks(folder: Path, output: str, scenario: str) -> Outcome:
