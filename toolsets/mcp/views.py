@@ -83,8 +83,13 @@ def callback(request: AuthedRequest) -> HttpResponse:
         # Before anything in the response is used or shown (its error text included): a
         # response from another authorization server than the flow's is an attack (RFC 9207).
         oauth.check_issuer(pending, request.GET.get("iss"))
-    except Exception as exc:
-        return _failed(request, server, f"Could not finish connecting to {server.name}: {describe(exc)}")
+    except Exception:
+        return _failed(
+            request,
+            server,
+            f"Could not finish connecting to {server.name}: the answer did not come from the authorization "
+            "server Tessera sent you to (its issuer differs), so it was ignored.",
+        )
     if request.GET.get("error"):
         text = request.GET.get("error_description") or request.GET["error"]
         return _failed(request, server, f"{server.name} did not authorize Tessera: {text[:300]}")
