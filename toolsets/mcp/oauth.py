@@ -164,6 +164,10 @@ class _Provider(OAuthClientProvider):
                 outgoing = await flow.asend(response)
         except StopAsyncIteration:
             return
+        finally:
+            # Closed early (a failed or cancelled request): the SDK's flow holds its lock until
+            # it is closed too.
+            await flow.aclose()
 
     async def _exchange_token_authorization_code(self, auth_code: str, code_verifier: str) -> httpx2.Request:
         if self.spec.oauth_client_id:
