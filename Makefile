@@ -5,7 +5,7 @@ PY := .venv/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test lint typecheck bench bench-smoke lighthouse install assets static clean docs docs-build docs-serve
+.PHONY: run test lint typecheck bench bench-smoke lighthouse conformance install assets static clean docs docs-build docs-serve
 
 # The interpreter: pyenv's 3.12 when present, else any python3.12 on PATH.
 BASE_PYTHON := $(shell (command -v pyenv >/dev/null && pyenv root >/dev/null 2>&1 && ls -d $$(pyenv root)/versions/$(PYTHON_VERSION)*/bin/python 2>/dev/null | tail -1) || command -v python$(PYTHON_VERSION))
@@ -55,6 +55,21 @@ test: install /usr/bin/chromium /usr/sbin/nginx
 # as a step of its own).
 lighthouse: install static /usr/bin/chromium
 	$(PY) -m bench.lighthouse $(LIGHTHOUSE_ARGS)
+
+# The official MCP conformance suite (npm @modelcontextprotocol/conformance, run by Node 22 from
+# npm node@22): its client scenarios against Tessera's MCP client (tests/conformance/run.py) and
+# its server scenarios against Tessera's /mcp on the real stack (tests/conformance/test_server.py);
+# then Tessera's client with real third-party servers (PyPI mcp-server-time and mcp-server-git in a
+# venv of their own under .cache/, npm server-everything). Failures a scenario cannot avoid are in
+# tests/conformance/expected-failures.yml, each with its reason. Not part of `make test`.
+.cache/mcp-servers/.installed: tests/toolsets/mcp/third-party-servers.txt
+	@test -x .cache/mcp-servers/bin/python || $(BASE_PYTHON) -m venv .cache/mcp-servers
+	.cache/mcp-servers/bin/python -m pip install --quiet --disable-pip-version-check -r $<
+	@cp $< $@
+
+conformance: install static .cache/mcp-servers/.installed
+	$(PY) -m tests.conformance.run
+	$(PY) -m pytest tests/conformance/test_server.py tests/toolsets/mcp/test_third_party.py -q
 
 lint: install
 	$(PY) -m ruff check .

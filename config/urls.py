@@ -6,6 +6,7 @@ from django.views.generic import RedirectView
 from chat.accounts import views as account_views
 from chat.accounts.urls import sso_urlpatterns
 from core import health, overview
+from toolsets.mcp import views as mcp_views
 
 urlpatterns = [
     path("favicon.ico", RedirectView.as_view(url=static("img/logo.svg"), permanent=True)),
@@ -20,6 +21,9 @@ urlpatterns = [
     path("login/", account_views.Login.as_view(), name="account_login"),
     path("logout/", account_views.logout, name="logout"),
     *sso_urlpatterns,
+    # Tessera's OAuth client ID at MCP servers' authorization servers (Client ID Metadata
+    # Document): a short, stable URL at the root, as clients usually publish it.
+    path("client-metadata.json", mcp_views.client_metadata, name="mcp_client_metadata"),
     path("toolsets/", include("toolsets.urls")),
     # The OpenAI-compatible API (chat/api/openai.py), served by Django's async handler.
     path("v1/", include("chat.api.urls")),

@@ -96,3 +96,43 @@ def test_admin_adds_a_server_and_a_user_watches_its_tool_work(page: Page, browse
         (SHOTS_DIR / "mcp-live.html").write_text(live)
         (SHOTS_DIR / "mcp-reload.html").write_text(again)
     assert again == live
+
+
+def test_admin_sets_a_pre_registered_oauth_client_whose_secret_is_never_shown_again(
+    browser: Browser, stack: Any, transactional_db: Any
+) -> None:
+    from .axe import axe_violations, blocking, describe
+
+    get_user_model().objects.create_superuser("root", password=PASSWORD)
+    # bypass_csp: axe is an injected script (tests/e2e/axe.py).
+    context = browser.new_context(viewport={"width": 1280, "height": 1000}, bypass_csp=True)
+    admin = context.new_page()
+    login(admin, stack.url, "root")
+    admin.goto(stack.url + "/admin/mcp/mcpserver/add/")
+    admin.fill("#id_name", "Issuer")
+    admin.fill("#id_slug", "issuer")
+    admin.fill("#id_url", "https://mcp.example/mcp")
+    admin.select_option("#id_credential", "oauth")
+    admin.fill("#id_oauth_client_id", "tessera-at-example")
+    admin.fill("#id_oauth_client_secret_text", "pre-registered-s3cret")
+    admin.get_by_role("button", name="Save and continue editing").click()
+    expect(admin.locator(".messagelist")).to_contain_text("added successfully")
+    server = MCPServer.objects.get(slug="issuer")
+    assert server.oauth_client_id == "tessera-at-example"
+    assert server.oauth_client_secret == "pre-registered-s3cret"
+    # Write-only: the form never carries it back, and saving without it keeps it.
+    assert admin.locator("#id_oauth_client_secret_text").input_value() == ""
+    assert "pre-registered-s3cret" not in admin.content()
+    admin.locator(".field-credential").scroll_into_view_if_needed()
+    shot(admin, "mcp-admin-oauth-client")
+    # The Credentials section, which these fields joined (the groups picker above is Django's own).
+    violations = blocking(axe_violations(admin, "fieldset:has(.field-oauth_client_id)"))
+    assert not violations, describe(violations, "MCP server credentials")
+    admin.get_by_role("button", name="Save and continue editing").click()
+    expect(admin.locator(".messagelist")).to_contain_text("changed successfully")
+    assert MCPServer.objects.get(slug="issuer").oauth_client_secret == "pre-registered-s3cret"
+    admin.check("#id_clear_oauth_client_secret")
+    admin.get_by_role("button", name="Save and continue editing").click()
+    expect(admin.locator(".messagelist")).to_contain_text("changed successfully")
+    assert MCPServer.objects.get(slug="issuer").oauth_client_secret == ""
+    context.close()

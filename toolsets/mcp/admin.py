@@ -61,6 +61,15 @@ class MCPServerForm(forms.ModelForm):
         help_text="For stdio: one per line, <code>NAME=value</code> (encrypted, masked like headers). The "
         "server gets these and a minimal environment (PATH, HOME…), never the worker's own.",
     )
+    oauth_client_secret_text = forms.CharField(
+        label="OAuth client secret",
+        required=False,
+        strip=True,
+        widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}, render_value=False),
+        help_text="With a pre-registered client ID, if the client has a secret. Stored encrypted and never "
+        "shown: leave empty to keep the stored one; tick below to remove it.",
+    )
+    clear_oauth_client_secret = forms.BooleanField(label="Remove the stored client secret", required=False)
     allowed_tools_text = forms.CharField(
         label="Allowed tools",
         required=False,
@@ -84,6 +93,7 @@ class MCPServerForm(forms.ModelForm):
             "credential_header",
             "credential_format",
             "oauth_scopes",
+            "oauth_client_id",
             "timeout_s",
             "trust_annotations",
             "use_instructions",
@@ -104,6 +114,12 @@ class MCPServerForm(forms.ModelForm):
         stored = self.instance.env_map() if self.instance.pk else {}
         return _parse_lines(self.cleaned_data["env_text"], "=", _ENV_NAME, stored, "NAME=value")
 
+    def clean_oauth_client_secret_text(self) -> str:
+        secret: str = self.cleaned_data["oauth_client_secret_text"]
+        if not secret.isprintable() or len(secret) > 2000:
+            raise forms.ValidationError("Not a client secret (control characters, or too long).")
+        return secret
+
     def clean_allowed_tools_text(self) -> list[str]:
         names = re.split(r"[\n,]", self.cleaned_data["allowed_tools_text"])
         return [name.strip() for name in names if name.strip()][:500]
@@ -115,6 +131,12 @@ class MCPServerForm(forms.ModelForm):
         server.headers = json.dumps(self.cleaned_data["headers_text"]) if self.cleaned_data["headers_text"] else ""
         server.env = json.dumps(self.cleaned_data["env_text"]) if self.cleaned_data["env_text"] else ""
         server.allowed_tools = self.cleaned_data["allowed_tools_text"]
+        secret = self.cleaned_data["oauth_client_secret_text"]
+        if secret:
+            server.oauth_client_secret = secret
+            redact.register(secret)
+        elif self.cleaned_data["clear_oauth_client_secret"]:
+            server.oauth_client_secret = ""
         redact.register(*self.cleaned_data["headers_text"].values(), *self.cleaned_data["env_text"].values())
         if commit:
             server.save()
@@ -146,7 +168,17 @@ class MCPServerAdmin(admin.ModelAdmin):
         ("Connection", {"fields": ["transport", "url", "command", "args", "env_text", "headers_text", "timeout_s"]}),
         (
             "Credentials",
-            {"fields": ["credential", "credential_header", "credential_format", "oauth_scopes"]},
+            {
+                "fields": [
+                    "credential",
+                    "credential_header",
+                    "credential_format",
+                    "oauth_scopes",
+                    "oauth_client_id",
+                    "oauth_client_secret_text",
+                    "clear_oauth_client_secret",
+                ]
+            },
         ),
         (
             "Tools",

@@ -64,6 +64,8 @@ class ServerSpec:
     credential_header: str = "Authorization"
     credential_format: str = "Bearer {token}"
     oauth_scopes: str = ""
+    oauth_client_id: str = ""
+    oauth_client_secret: str = field(default="", repr=False)
     timeout_s: float = 30.0
     # Changes whenever the row does: connections made from an older version are replaced.
     version: str = ""
@@ -84,6 +86,8 @@ class ServerSpec:
             credential_header=server.credential_header,
             credential_format=server.credential_format,
             oauth_scopes=server.oauth_scopes,
+            oauth_client_id=server.oauth_client_id,
+            oauth_client_secret=server.oauth_client_secret,
             timeout_s=float(server.timeout_s),
             version=server.updated_at.isoformat() if server.updated_at else "",
         )

@@ -85,6 +85,7 @@ class Connection:
         self._refresh: asyncio.Task[None] | None = None
         self._refresh_again = False
         self._renew_now = False
+        self._provider: Any = None
 
     # The caller's side.
 
@@ -184,6 +185,11 @@ class Connection:
             self.last_used = asyncio.get_running_loop().time()
 
     def _failure(self, exc: MCPError) -> ToolFailure:
+        refused = self._provider.take_failure() if self._provider is not None else ""
+        if refused:
+            # The OAuth provider stopped the request and said why (a step-up to connect for, a
+            # grant that ended): the transport only reports a closed connection.
+            return ToolFailure(f"{self.spec.name}: {refused}", error_type="permission_denied")
         if self._last_status in (401, 403):
             return ToolFailure(
                 f"{self.spec.name} refused your credential (HTTP {self._last_status}).", error_type="permission_denied"
@@ -391,7 +397,8 @@ class Connection:
             return None
         from . import oauth
 
-        return oauth.runtime_provider(self.spec, self.access.user_id)
+        self._provider = oauth.runtime_provider(self.spec, self.access.user_id)
+        return self._provider
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, types.ToolListChangedNotification):

@@ -57,6 +57,16 @@ class MCPServer(models.Model):
         max_length=200, default="Bearer {token}", help_text="The header's value; {token} is the user's token."
     )
     oauth_scopes = models.CharField("OAuth scopes", max_length=500, blank=True)
+    # A client the server's authorization server issued to Tessera out of band (servers without
+    # dynamic registration or Client ID Metadata Documents).
+    oauth_client_id = models.CharField(
+        "OAuth client ID",
+        max_length=500,
+        blank=True,
+        help_text="A pre-registered client. Empty: Tessera's Client ID Metadata Document (https sites) "
+        "or dynamic registration, whichever the server supports.",
+    )
+    oauth_client_secret = EncryptedTextField("OAuth client secret", blank=True, default="")
     timeout_s = models.PositiveIntegerField(
         "timeout (s)",
         default=30,
@@ -164,6 +174,8 @@ class OAuthGrant(models.Model):
     )
     # When the access token stops working (epoch seconds), so a worker refreshes it in time.
     expires_at = models.FloatField(null=True, blank=True)
+    # The scope a call needed beyond the grant (a step-up): the user's next Connect asks for it.
+    wanted_scope = models.CharField(max_length=1000, blank=True, default="")
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

@@ -7,7 +7,7 @@ import logging
 
 from asgiref.sync import async_to_sync
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
@@ -79,6 +79,17 @@ def callback(request: AuthedRequest) -> HttpResponse:
     server = MCPServer.objects.filter(pk=int(pending.get("server_id") or 0)).first()
     if server is None:
         raise Http404
+    try:
+        # Before anything in the response is used or shown (its error text included): a
+        # response from another authorization server than the flow's is an attack (RFC 9207).
+        oauth.check_issuer(pending, request.GET.get("iss"))
+    except Exception:
+        return _failed(
+            request,
+            server,
+            f"Could not finish connecting to {server.name}: the answer did not come from the authorization "
+            "server Tessera sent you to (its issuer differs), so it was ignored.",
+        )
     if request.GET.get("error"):
         text = request.GET.get("error_description") or request.GET["error"]
         return _failed(request, server, f"{server.name} did not authorize Tessera: {text[:300]}")
@@ -105,6 +116,16 @@ def disconnect(request: AuthedRequest, slug: str) -> HttpResponse:
     from toolsets.views import _card
 
     return _card(request, server.toolset_id)
+
+
+@require_GET
+def client_metadata(request: AuthedRequest) -> HttpResponse:
+    """Tessera's OAuth Client ID Metadata Document: the URL of this document is Tessera's client
+    ID at authorization servers that support them (no registration). Its redirect URI is this
+    host's callback, the one Connect sends."""
+    callback = request.build_absolute_uri(reverse("toolsets:mcp_callback"))
+    document = oauth.client_metadata_document(request.build_absolute_uri(), callback)
+    return JsonResponse(document, headers={"Cache-Control": "public, max-age=3600"})
 
 
 MAX_URI = 2000

@@ -165,3 +165,96 @@ def test_a_workers_connection_checks_every_address_the_oauth_flow_follows(transa
     # here does not matter).
     with contextlib.suppress(httpx2.HTTPError):
         asyncio.run(follow("https://mcp.example.com/token"))
+
+
+def test_the_callback_checks_the_issuer_before_showing_anything_from_the_response(
+    oauth_server: MCPServer, user: Any
+) -> None:
+    browser = Client()
+    browser.force_login(user)
+    consent = _connect(browser)
+    state = parse_qs(urlsplit(consent.headers["location"]).query)["state"][0]
+    # A response that names another authorization server (a mix-up): refused, and the text it
+    # carries is never shown.
+    answer = browser.get(
+        reverse("toolsets:mcp_callback"),
+        {"state": state, "iss": "https://evil.example", "error": "x", "error_description": "Call +1 555 EVIL"},
+    )
+    assert answer.status_code == 502
+    assert b"its issuer differs" in answer.content
+    assert b"555 EVIL" not in answer.content and b"evil.example" not in answer.content
+    assert not availability.for_user(user.pk)["mcp_oa"].usable
+
+
+def test_a_pre_registered_client_is_used_instead_of_registering(oauth_server_base: str, user: Any) -> None:
+    from toolsets.mcp import oauth
+    from toolsets.mcp.catalog import ServerSpec
+
+    # The local authorization server registers clients dynamically; a pre-registered client it
+    # does not know is what the authorization URL must carry (no registration happened).
+    server = MCPServer.objects.create(
+        name="Pre",
+        slug="pre",
+        transport="http",
+        url=f"{oauth_server_base}/mcp",
+        credential="oauth",
+        oauth_client_id="tessera-pre",
+        oauth_client_secret="s3cret-value",
+    )
+    started = async_to_sync(oauth.start)(ServerSpec.of(server), user.pk, "http://testserver/toolsets/mcp/callback/")
+    assert started is not None
+    url, _ = started
+    assert parse_qs(urlsplit(url).query)["client_id"] == ["tessera-pre"]
+    assert not OAuthGrant.objects.filter(server=server).exclude(client_info="").exists()
+    stored = MCPServer.objects.filter(pk=server.pk).values_list("oauth_client_secret", flat=True)[0]
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT oauth_client_secret FROM mcp_mcpserver WHERE id = %s", [server.pk])
+        assert "s3cret-value" not in cursor.fetchone()[0]
+    assert stored == "s3cret-value"
+
+
+def test_the_secret_goes_the_way_the_authorization_server_accepts() -> None:
+    from mcp.shared.auth import OAuthMetadata
+
+    from toolsets.mcp import oauth
+    from toolsets.mcp.catalog import ServerSpec
+
+    spec = ServerSpec(
+        id=1, toolset_id="mcp_x", name="X", transport="http", oauth_client_id="c", oauth_client_secret="s"
+    )
+    metadata = oauth.client_metadata(spec, "https://tessera.example/toolsets/mcp/callback/")
+
+    def server(*methods: str) -> OAuthMetadata:
+        return OAuthMetadata.model_validate(
+            {
+                "issuer": "https://as.example",
+                "authorization_endpoint": "https://as.example/authorize",
+                "token_endpoint": "https://as.example/token",
+                "token_endpoint_auth_methods_supported": list(methods) or None,
+            }
+        )
+
+    assert oauth.pre_registered(spec, metadata, None).token_endpoint_auth_method == "client_secret_basic"
+    assert oauth.pre_registered(spec, metadata, server()).token_endpoint_auth_method == "client_secret_basic"
+    chosen = oauth.pre_registered(spec, metadata, server("client_secret_post")).token_endpoint_auth_method
+    assert chosen == "client_secret_post"
+    public = ServerSpec(id=1, toolset_id="mcp_x", name="X", transport="http", oauth_client_id="c")
+    assert oauth.pre_registered(public, metadata, server("none")).token_endpoint_auth_method == "none"
+
+
+def test_tessera_serves_its_client_id_metadata_document(client: Client) -> None:
+    answer = client.get("/client-metadata.json", secure=True)
+    assert answer.status_code == 200
+    document = answer.json()
+    assert document["client_id"] == "https://testserver/client-metadata.json"
+    assert document["redirect_uris"] == ["https://testserver/toolsets/mcp/callback/"]
+    assert document["token_endpoint_auth_method"] == "none" and "authorization_code" in document["grant_types"]
+    # Only an https Tessera offers it: the specification wants an https client ID.
+    from toolsets.mcp import oauth
+
+    assert oauth.client_metadata_url("https://tessera.example/toolsets/mcp/callback/") == (
+        "https://tessera.example/client-metadata.json"
+    )
+    assert oauth.client_metadata_url("http://localhost:8000/toolsets/mcp/callback/") is None
