@@ -208,8 +208,8 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
     approve: Any = None
     if offered.get(params.name) == policy.ASK and not caller["can_approve"]:
         asking = await _ask(ctx, params, caller, arguments, client)
-        if isinstance(asking, types.InputRequiredResult):
-            return asking
+        if isinstance(asking, (types.InputRequiredResult, types.CallToolResult)):
+            return asking  # asking the client first, or a replayed answer refused
         approve = asking
     book = SourceBook()
     execution = await executor.execute(
