@@ -405,8 +405,8 @@ def test_the_approval_page_is_only_its_users(
     async def someone_else(context: Any, params: Any) -> types.ElicitResult:
         async with httpx.AsyncClient(cookies=mallory, timeout=30) as browser:
             seen.append((await browser.get(params.url)).status_code)
-        anonymous = httpx.get(params.url, timeout=30, follow_redirects=False)
-        seen.append(anonymous.status_code)
+        async with httpx.AsyncClient(timeout=30) as stranger:
+            seen.append((await stranger.get(params.url)).status_code)
         return types.ElicitResult(action="decline")
 
     async def work(client: Client) -> Any:
