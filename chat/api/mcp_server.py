@@ -557,16 +557,12 @@ async def _delegate(
     brief = task + (f"\n\nContext:\n{context}" if context else "")
     conversation = api.Conversation(messages=[{"role": "user", "content": brief}], question=task)
     turn = await sync_to_async(api.start)(user, target, conversation, False, client)
-    seen: set[str] = set()
-    async for state in api.states(turn.pk, turn.chat_id):
-        # What the reader of the chat would see on the tool cards, as it changes.
-        for step in state.steps:
-            for card in step.cards:
-                label = f"{card.get('display_name') or card.get('name') or 'Tool'}: {card.get('summary') or ''}"
-                key = f"{step.index}:{card.get('dom_id')}:{label}"
-                if key not in seen:
-                    seen.add(key)
-                    await notify(label.rstrip(": "), None)
+    try:
+        await _follow(turn, notify)
+    except asyncio.CancelledError:
+        # The client cancelled the call (or went away): the agent stops as at Stop in the chat.
+        await asyncio.shield(sync_to_async(api.cancel)(turn.pk))
+        raise
     result = await sync_to_async(api.result_of)(turn.pk, None)
     if result.failed:
         return types.CallToolResult(
@@ -577,6 +573,22 @@ async def _delegate(
         content=[types.TextContent(text=result.content or f"{agent.name} finished without an answer.")],
         structured_content={"answer": result.content, "tessera": result.extension},
     )
+
+
+async def _follow(turn: Any, notify: Any) -> None:
+    """What the reader of the chat would see on the tool cards, as it changes, as progress."""
+    from . import openai as api
+
+    seen: set[str] = set()
+    async for state in api.states(turn.pk, turn.chat_id):
+        # What the reader of the chat would see on the tool cards, as it changes.
+        for step in state.steps:
+            for card in step.cards:
+                label = f"{card.get('display_name') or card.get('name') or 'Tool'}: {card.get('summary') or ''}"
+                key = f"{step.index}:{card.get('dom_id')}:{label}"
+                if key not in seen:
+                    seen.add(key)
+                    await notify(label.rstrip(": "), None)
 
 
 server: Server[Any] = Server(

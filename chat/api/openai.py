@@ -173,8 +173,13 @@ async def completions(request: HttpRequest) -> HttpResponse | StreamingHttpRespo
         response["Cache-Control"] = "no-cache"
         response["X-Accel-Buffering"] = "no"  # a proxy must pass events on as they come
         return response
-    async for _ in states(turn.pk, turn.chat_id):
-        pass
+    try:
+        async for _ in states(turn.pk, turn.chat_id):
+            pass
+    except asyncio.CancelledError:
+        # The caller hung up: nobody will read the answer, so the turn stops as at Stop.
+        await asyncio.shield(sync_to_async(cancel)(turn.pk))
+        raise
     result = await sync_to_async(result_of)(turn.pk, conversation)
     if result.failed:
         status = 429 if result.error_kind == "rate_limit" else 502
@@ -303,6 +308,14 @@ async def states(turn_id: int, chat_id: int) -> AsyncIterator[LiveTurn]:
         await layer.group_discard(group, channel)
 
 
+def cancel(turn_id: int) -> None:
+    """The caller went away or cancelled: the turn stops as at Stop in the chat (blocking)."""
+    from .. import live
+
+    if not Turn.cancel_if_queued(turn_id):
+        live.request_cancel(turn_id)
+
+
 async def _active(turn_id: int) -> bool:
     status = await Turn.objects.filter(pk=turn_id).values_list("status", flat=True).afirst()
     return status in Turn.ACTIVE
@@ -341,10 +354,17 @@ async def _stream(turn: Turn, model: str, completion_id: str, created: int, usag
     yield _chunk(completion_id, created, model, {"role": "assistant", "content": ""}, None)
     sent: dict[int, int] = {}
     order: list[int] = []
-    async for state in states(turn.pk, turn.chat_id):
-        text = _delta(state, sent, order)
-        if text:
-            yield _chunk(completion_id, created, model, {"content": text}, None)
+    finished = False
+    try:
+        async for state in states(turn.pk, turn.chat_id):
+            text = _delta(state, sent, order)
+            if text:
+                yield _chunk(completion_id, created, model, {"content": text}, None)
+        finished = True
+    finally:
+        if not finished:
+            # The caller closed the stream: the turn stops as at Stop in the chat.
+            await asyncio.shield(sync_to_async(cancel)(turn.pk))
     result = await sync_to_async(result_of)(turn.pk, None)
     if result.failed:
         problem = {"message": result.error or "The turn failed.", "type": "api_error", "code": result.error_kind}

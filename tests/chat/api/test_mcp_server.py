@@ -4,6 +4,7 @@ against the real stack, in both eras: the 2026-07-28 stateless revision and the 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -433,3 +434,137 @@ def test_a_client_that_cannot_ask_gets_an_error_naming_the_ways_that_work(
     assert set(ToolExecution.objects.filter(user=user, tool="calculate").values_list("error_type", flat=True)) == {
         "permission_denied"
     }
+
+
+# ---- Progress, cancellation and sources on plain tool calls --------------------------------
+
+
+@pytest.fixture
+def test_server(transactional_db: Any) -> Any:
+    """Tessera's own test MCP server (tests/toolsets/mcp/server.py), added as a toolset: its
+    tools report progress, sleep until cancelled, and link resources of their own."""
+    import sys
+
+    from tests.toolsets.mcp.conftest import SERVER, register
+
+    server = register(
+        name="Test server", slug="t1", transport="stdio", command=sys.executable, args=[str(SERVER)], timeout_s=30
+    )
+    # Tools of an MCP server ask before they run unless they say they only read: these may run.
+    for tool in ("steps", "slow", "linked"):
+        ToolRule.objects.create(toolset_id="mcp_t1", tool=tool, policy="auto")
+    return server
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_plain_tool_call_relays_the_tools_progress(
+    stack: Any, switched_on: None, token: str, test_server: Any, mode: str
+) -> None:
+    messages: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        messages.append((progress, total, message))
+
+    async def work(client: Client) -> Any:
+        return await client.call_tool("toolset__mcp_t1__steps", {"count": 3}, progress_callback=on_progress)
+
+    result = _run(stack, token, mode, work)
+    assert not result.is_error, result.content
+    texts = [message for _, _, message in messages]
+    assert [t for t in texts if t and t.startswith("Step ")] == ["Step 1 of 3", "Step 2 of 3", "Step 3 of 3"], texts
+    # Progress only grows, as the specification requires.
+    values = [progress for progress, _, _ in messages]
+    assert values == sorted(values) and len(set(values)) == len(values)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_cancelled_call_stops_the_tool_and_is_audited(
+    stack: Any, switched_on: None, token: str, user: Any, test_server: Any, mode: str, tmp_path: Any
+) -> None:
+    import anyio
+
+    marker = tmp_path / f"cancelled-{mode}"
+
+    async def work(client: Client) -> Any:
+        running = anyio.Event()
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            if message == "Sleeping":
+                running.set()  # the MCP server is inside the tool
+
+        async with anyio.create_task_group() as group:
+
+            async def call() -> None:
+                await client.call_tool(
+                    "toolset__mcp_t1__slow", {"seconds": 60, "marker": str(marker)}, progress_callback=on_progress
+                )
+
+            group.start_soon(call)
+            with anyio.fail_after(20):
+                await running.wait()
+            group.cancel_scope.cancel()  # the client gives up on the call
+        return None
+
+    started = time.monotonic()
+    _run(stack, token, mode, work)
+    assert time.monotonic() - started < 30
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and not marker.exists():
+        time.sleep(0.2)
+    # The MCP server that ran the tool was told to stop (it wrote its marker)…
+    assert marker.exists() and marker.read_text() == "cancelled"
+    # …and the audit log says the call was cancelled.
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        record = ToolExecution.objects.get(user=user, tool="slow")
+        if record.status != "running":
+            break
+        time.sleep(0.2)
+    assert (record.status, record.client) == ("cancelled", "mcp: Test Desktop")
+
+
+def test_a_cancelled_agent_stops_its_turn(
+    stack: Any, switched_on: None, token: str, user: Any, demo_model: Any
+) -> None:
+    import anyio
+
+    from chat.models import Turn
+
+    async def work(client: Client) -> Any:
+        with anyio.move_on_after(2):
+            await client.call_tool(
+                "delegate_to_general", {"task": "[demo:slow] Explain the history of the web in detail."}
+            )
+
+    _run(stack, token, "legacy", work)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        turn = Turn.objects.filter(chat__owner=user).first()
+        if turn is not None and turn.status not in Turn.ACTIVE:
+            break
+        time.sleep(0.2)
+    assert turn is not None and turn.status == Turn.Status.CANCELLED
+
+
+def test_sources_of_any_kind_become_links_a_client_can_open(
+    stack: Any, switched_on: None, token: str, user: Any, test_server: Any
+) -> None:
+    from toolsets.workspace.sample_data import seed_for_user
+
+    seed_for_user(user)
+
+    async def work(client: Client) -> Any:
+        tasks = await client.call_tool("toolset__workspace__list_tasks", {})
+        linked = await client.call_tool("toolset__mcp_t1__linked", {})
+        return tasks, linked
+
+    tasks, linked = _run(stack, token, "auto", work)
+    assert not tasks.is_error and not linked.is_error
+    # A Workspace item has no page: its citation is text, numbered as the chat numbers it.
+    cited = [block.text for block in tasks.content if block.type == "text" and block.text.startswith("Sources:")]
+    assert cited and "[1] Task: " in cited[0]
+    # A resource of another MCP server: a Tessera page that reads it with the user's access.
+    links = [block for block in linked.content if block.type == "resource_link"]
+    assert len(links) == 1 and links[0].uri.startswith(f"{stack.url}/toolsets/mcp/t1/resource/?uri=notes%3A%2F%2Ftoday")
+    page = httpx.get(links[0].uri, cookies=_signed_in(user), timeout=30)
+    assert page.status_code == 200 and "Buy" in page.text and "<b>milk</b>" not in page.text
