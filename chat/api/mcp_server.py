@@ -27,6 +27,7 @@ import io
 import json
 import logging
 import secrets
+from http import HTTPStatus
 from typing import Any
 from urllib.parse import quote
 
@@ -46,6 +47,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from core import origins
+from core.asgi import error_body
 from toolsets import availability, executor, policy
 from toolsets.auth import token_from
 from toolsets.base import qualified_name
@@ -688,7 +690,48 @@ class Endpoint:
         )
         scope = {**scope, SCOPE_KEY: caller, "user": AuthenticatedUser(principal)}
         manager = await self._ready()
-        await manager.handle_request(scope, receive, send)
+        await manager.handle_request(scope, receive, _json_rpc_errors(send))
+
+
+def _json_rpc_errors(send: Any) -> Any:
+    """The SDK answers some refusals at the HTTP level in plain text or with no body at all
+    (a wrong Content-Type, Accept or method): a client's library reads JSON-RPC errors, so those
+    become one, with the same status and headers."""
+    held: dict[str, Any] | None = None
+    body = b""
+
+    async def wrapped(message: dict[str, Any]) -> None:
+        nonlocal held, body
+        if message["type"] == "http.response.start":
+            headers = {k.lower(): v for k, v in message.get("headers") or []}
+            if message["status"] >= 400 and not headers.get(b"content-type", b"").startswith(b"application/json"):
+                held = message
+                return
+        elif message["type"] == "http.response.body" and held is not None:
+            body += message.get("body", b"")
+            if message.get("more_body"):
+                return
+            text = body.decode("utf-8", "replace").strip()[:500] or HTTPStatus(held["status"]).phrase
+            shaped = error_body("/mcp", text)
+            kept = [
+                (k, v) for k, v in held.get("headers") or [] if k.lower() not in (b"content-type", b"content-length")
+            ]
+            await send(
+                {
+                    **held,
+                    "headers": [
+                        *kept,
+                        (b"content-type", b"application/json"),
+                        (b"content-length", str(len(shaped)).encode()),
+                    ],
+                }
+            )
+            held = None
+            await send({"type": "http.response.body", "body": shaped})
+            return
+        await send(message)
+
+    return wrapped
 
 
 def _origin_header(scope: dict[str, Any]) -> bool:
@@ -702,7 +745,8 @@ def _host_allowed(scope: dict[str, Any]) -> bool:
 
 
 async def _json(send: Any, status: int, message: str, headers: list[tuple[bytes, bytes]] | None = None) -> None:
-    body = json.dumps({"error": message}).encode()
+    # A JSON-RPC error without an id, as the SDK answers what it refuses before any method runs.
+    body = error_body("/mcp", message)
     await send(
         {
             "type": "http.response.start",

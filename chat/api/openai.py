@@ -110,6 +110,16 @@ async def _user(request: HttpRequest) -> tuple[Any, ApiToken | None, JsonRespons
 
 
 @csrf_exempt
+async def not_found(request: HttpRequest) -> HttpResponse:
+    return error(
+        404,
+        f"There is no endpoint {request.path!r}: this server has GET /v1/models and POST /v1/chat/completions.",
+        "invalid_request_error",
+        code="unknown_url",
+    )
+
+
+@csrf_exempt
 async def models(request: HttpRequest) -> HttpResponse:
     if request.method != "GET":
         return error(405, "Use GET.", "invalid_request_error")
