@@ -565,7 +565,7 @@ async def _delegate(
         # The client cancelled the call (or went away): the agent stops as at Stop in the chat.
         await asyncio.shield(sync_to_async(api.cancel)(turn.pk))
         raise
-    result = await sync_to_async(api.result_of)(turn.pk, None)
+    result = await sync_to_async(api.result_of)(turn.pk, None, caller["base_url"])
     if result.failed:
         return types.CallToolResult(
             content=[types.TextContent(text=f"execution_error: {agent.name} could not finish: {result.error}")],

@@ -132,7 +132,14 @@ def test_v1_answers_hostile_requests_in_openais_error_shape(stack: Any, apis_on:
         # Still working afterwards.
         assert http.get(f"{stack.url}/v1/models", headers=auth).status_code == 200
         # Bad credentials, whatever their form (last: enough of them lock the address out, 429).
-        for header in ("", "Bearer", "Basic YTpi", "Bearer tsk_" + "x" * 5000, "Bearer \u00e9".encode("latin-1")):
+        headers_: list[Any] = [
+            "",
+            "Bearer",
+            "Basic YTpi",
+            "Bearer tsk_" + "x" * 5000,
+            "Bearer \u00e9".encode("latin-1"),
+        ]
+        for header in headers_:
             _openai_error(http.post(url, json={"model": "tessera", "messages": []}, headers={"Authorization": header}))
     assert _tracebacks(stack) == before
 
@@ -202,7 +209,7 @@ def test_mcp_refuses_bad_headers_and_methods_with_json_rpc_errors(stack: Any, ap
     url = f"{stack.url}/mcp"
     listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
     with httpx.Client(timeout=60) as http:
-        for headers in (
+        odd: list[Any] = [
             {"Accept": "text/html"},
             {"Accept": ""},
             {"MCP-Protocol-Version": "1999-01-01"},
@@ -210,7 +217,8 @@ def test_mcp_refuses_bad_headers_and_methods_with_json_rpc_errors(stack: Any, ap
             {"Mcp-Session-Id": "no-such-session"},
             {"Mcp-Session-Id": "x" * 10_000},
             {"Content-Type": "text/plain"},
-        ):
+        ]
+        for headers in odd:
             _mcp_refused(http.post(url, json=listing, headers={**MCP_HEADERS, **auth, **headers}))
         for method in ("PUT", "PATCH", "DELETE", "GET"):
             answer = http.request(method, url, headers={**MCP_HEADERS, **auth})
@@ -218,7 +226,14 @@ def test_mcp_refuses_bad_headers_and_methods_with_json_rpc_errors(stack: Any, ap
         # Still working afterwards.
         fine = http.post(url, json=listing, headers={**MCP_HEADERS, **auth, "MCP-Protocol-Version": "2025-11-25"})
         assert fine.status_code in (200, 400)
-        for header in ("", "Bearer", "Basic YTpi", "Bearer tsk_" + "x" * 5000, "Bearer \u00e9".encode("latin-1")):
+        headers_: list[Any] = [
+            "",
+            "Bearer",
+            "Basic YTpi",
+            "Bearer tsk_" + "x" * 5000,
+            "Bearer \u00e9".encode("latin-1"),
+        ]
+        for header in headers_:
             refused = http.post(url, json=listing, headers={**MCP_HEADERS, "Authorization": header})
             assert refused.status_code == 401
             _jsonrpc_error(refused)

@@ -270,7 +270,7 @@ def test_a_forged_or_replayed_approval_runs_nothing(stack: Any, switched_on: Non
     """The 2026 round trip: the answer travels with state this server sealed, good once, for this
     tool, these arguments and this token."""
     _ask_policy()
-    approved = {"tessera_approval": types.ElicitResult(action="accept", content={"approve": True})}
+    approved: dict[str, Any] = {"tessera_approval": types.ElicitResult(action="accept", content={"approve": True})}
 
     async def work(client: Client) -> Any:
         session = client.session
@@ -319,11 +319,13 @@ def test_a_forged_or_replayed_approval_runs_nothing(stack: Any, switched_on: Non
     forged, moved, good, replayed = _run(stack, token, "auto", work, elicitation_callback=never)
     assert isinstance(forged, types.InputRequiredResult)  # asked again, nothing ran
     assert moved is not None and "requestState" in str(moved)
-    assert isinstance(good, types.CallToolResult) and not good.is_error and "2" in good.content[0].text
-    assert (
-        isinstance(replayed, types.CallToolResult) and replayed.is_error and "already used" in replayed.content[0].text
-    )
+    assert isinstance(good, types.CallToolResult) and not good.is_error and "2" in _text(good)
+    assert isinstance(replayed, types.CallToolResult) and replayed.is_error and "already used" in _text(replayed)
     assert ToolExecution.objects.filter(user=user, tool="calculate", status="success").count() == 1
+
+
+def _text(result: Any) -> str:
+    return str(result.content[0].text)
 
 
 def _url_only(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -168,6 +168,33 @@ def test_an_agent_answers_as_the_assistant_with_its_own_tools(
     turn = Turn.objects.get(pk=(reply.model_extra or {})["tessera"]["turn_id"])
     assert turn.chat.enabled_tools.keys() == {"workspace"}
     assert ToolExecution.objects.filter(turn=turn, toolset="workspace", tool="list_tasks", status="success").exists()
+    # The tessera extension: what the tool cards say, and the sources the answer may cite.
+    extension = (reply.model_extra or {})["tessera"]
+    listed = next(call for call in extension["tool_calls"] if call["tool"] == "list_tasks")
+    assert listed["status"] == "success" and listed["summary"] and listed["name"]
+    assert extension["sources"] and extension["sources"][0]["n"] == 1
+    assert {source["kind"] for source in extension["sources"]} == {"Task"}
+    assert all(source["title"] for source in extension["sources"])
+
+
+def test_a_caller_that_hangs_up_stops_its_turn(stack: Any, switched_on: None, token: str, demo_model: Any) -> None:
+    import time
+
+    stream = _client(stack, token).chat.completions.create(
+        model="tessera",
+        messages=[{"role": "user", "content": "[demo:slow] Explain the history of the web in detail."}],
+        stream=True,
+    )
+    for chunk in stream:
+        if chunk.choices and chunk.choices[0].delta.content:
+            break  # the answer is coming: hang up
+    stream.close()
+    deadline = time.monotonic() + 20
+    turn = Turn.objects.get()
+    while time.monotonic() < deadline and turn.status in Turn.ACTIVE:
+        time.sleep(0.2)
+        turn.refresh_from_db()
+    assert turn.status == Turn.Status.CANCELLED
 
 
 @pytest.mark.parametrize(
