@@ -90,7 +90,8 @@ def review(request: AuthedRequest, approval_id: str) -> HttpResponse:
         deadline = datetime.fromtimestamp(float(found.get("deadline") or time.time()), UTC)
         context.update(
             display_name=found.get("display_name", ""),
-            client=found.get("client", "") or "An MCP client",
+            # The audit log's "mcp: <name>" without its prefix: the name the user knows.
+            client=str(found.get("client", "")).removeprefix("mcp: ") or "An MCP client",
             arguments=json.dumps(found.get("arguments") or {}, indent=2, ensure_ascii=False, sort_keys=True),
             deadline_text=deadline.strftime("%H:%M UTC"),
         )
