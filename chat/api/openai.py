@@ -182,7 +182,9 @@ async def completions(request: HttpRequest) -> HttpResponse | StreamingHttpRespo
     if body.get("stream"):
         usage = bool((body.get("stream_options") or {}).get("include_usage"))
         response = StreamingHttpResponse(
-            _stream(turn, target.id, completion_id, created, usage, request.build_absolute_uri("/")),
+            _stream(
+                turn, target.id, completion_id, created, usage, request.build_absolute_uri("/"), stop_on_close=not save
+            ),
             content_type="text/event-stream",
         )
         response["Cache-Control"] = "no-cache"
@@ -192,8 +194,10 @@ async def completions(request: HttpRequest) -> HttpResponse | StreamingHttpRespo
         async for _ in states(turn.pk, turn.chat_id):
             pass
     except asyncio.CancelledError:
-        # The caller hung up: nobody will read the answer, so the turn stops as at Stop.
-        await asyncio.shield(sync_to_async(cancel)(turn.pk))
+        # The caller hung up: unless the conversation is kept in the chat list, nobody will read
+        # the answer, so the turn stops as at Stop.
+        if not save:
+            await asyncio.shield(sync_to_async(cancel)(turn.pk))
         raise
     result = await sync_to_async(result_of)(turn.pk, conversation, request.build_absolute_uri("/"))
     if result.failed:
@@ -366,7 +370,14 @@ def _chunk(completion_id: str, created: int, model: str, delta: dict[str, Any], 
 
 
 async def _stream(
-    turn: Turn, model: str, completion_id: str, created: int, usage: bool, base_url: str = ""
+    turn: Turn,
+    model: str,
+    completion_id: str,
+    created: int,
+    usage: bool,
+    base_url: str = "",
+    *,
+    stop_on_close: bool = True,
 ) -> AsyncIterator[bytes]:
     yield _chunk(completion_id, created, model, {"role": "assistant", "content": ""}, None)
     sent: dict[int, int] = {}
@@ -379,8 +390,10 @@ async def _stream(
                 yield _chunk(completion_id, created, model, {"content": text}, None)
         finished = True
     finally:
-        if not finished:
-            # The caller closed the stream: the turn stops as at Stop in the chat.
+        if not finished and stop_on_close:
+            # The caller closed the stream and the conversation is in no chat list: nobody will
+            # read the rest, so the turn stops as at Stop. A kept one runs on, as a chat does
+            # when its page is closed.
             await asyncio.shield(sync_to_async(cancel)(turn.pk))
     result = await sync_to_async(result_of)(turn.pk, None, base_url)
     if result.failed:
