@@ -1,8 +1,9 @@
 """Tessera as an MCP server, at `/mcp`: its toolsets and agents for any MCP client (Claude
 Desktop, IDEs, agent frameworks), under the same rules as the chat.
 
-- Streamable HTTP, stateless (the 2026-07-28 revision's model, which any number of web processes
-  serve alike); the `mcp` SDK answers handshake-era clients on the same endpoint.
+- Streamable HTTP, stateless for the 2026-07-28 revision (which any number of web processes
+  serve alike); the `mcp` SDK answers handshake-era clients on the same endpoint, each with a
+  session owned by its token (the only way that era lets a server ask during a call).
 - Auth: an API token (`Authorization: Bearer tsk_…`), counted by the sign-in throttle like any
   token. Off until an admin switches it on (*App settings → MCP server*).
 - `tools/list`: the tools usable *for this user*, from the same availability and policies as the
@@ -11,10 +12,15 @@ Desktop, IDEs, agent frameworks), under the same rules as the chat.
   read-only). Agents are listed as `delegate_to_<agent>`.
 - `tools/call`: through the one executor (validation, rate limits, breaker, cache, audit: the
   `ToolExecution` names the client, "mcp: <its name>"), with progress notifications, text and
-  structured content, and citations as resource links. A tool whose policy is Ask runs only for a
-  token created with *may approve*; otherwise the result is an error that says so. An agent runs
-  in a Celery worker, as in the chat (chat/api/openai.py starts its turn), and its progress
-  streams as notifications.
+  structured content, MCP servers' own content passed through, and sources as links a client can
+  open (or as text). A client's cancellation stops the tool (audited as cancelled) or the agent's
+  turn. An agent runs in a Celery worker, as in the chat (chat/api/openai.py starts its turn),
+  and its progress streams as notifications.
+- Ask tools: the client's own confirmation form (form-mode elicitation: `elicitation/create`
+  during the call in the handshake era, an `InputRequiredResult` and a retry in the 2026-07-28
+  revision), else Tessera's approval page (URL-mode elicitation, chat/approval_views.py), else
+  an error naming the ways that work. A token created with *may approve* runs them directly.
+- Refusals are JSON-RPC errors with a 4xx status, the SDK's own plain-text ones included.
 - Origin checked against the page's own origin and CSRF_TRUSTED_ORIGINS, and Host against
   ALLOWED_HOSTS (DNS-rebinding protection, as the specification requires).
 """
