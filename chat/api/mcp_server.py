@@ -255,8 +255,13 @@ def _result(execution: executor.Execution, base_url: str) -> types.CallToolResul
     structured: dict[str, Any] | None = None
     if mcp_results.is_content_result(result):
         for block in result.get("content") or []:
-            if isinstance(block, dict) and mcp_results.for_model(block):
-                content.extend(_block(block, base_url))
+            if isinstance(block, dict):
+                # Every block, with its audience kept: the client shows a user's block to its user
+                # and gives a model's block to its model, as Tessera's chat does.
+                audience = block.get("audience")
+                annotations = types.Annotations(audience=[audience]) if audience in ("user", "assistant") else None
+                for item in _block(block, base_url):
+                    content.append(item.model_copy(update={"annotations": annotations}) if annotations else item)
         structured = result.get("structuredContent") if isinstance(result.get("structuredContent"), dict) else None
     else:
         content.append(

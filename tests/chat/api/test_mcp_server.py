@@ -453,7 +453,7 @@ def test_server(transactional_db: Any) -> Any:
         name="Test server", slug="t1", transport="stdio", command=sys.executable, args=[str(SERVER)], timeout_s=30
     )
     # Tools of an MCP server ask before they run unless they say they only read: these may run.
-    for tool in ("steps", "slow", "linked"):
+    for tool in ("steps", "slow", "linked", "picture", "audiences"):
         ToolRule.objects.create(toolset_id="mcp_t1", tool=tool, policy="auto")
     return server
 
@@ -570,3 +570,22 @@ def test_sources_of_any_kind_become_links_a_client_can_open(
     assert len(links) == 1 and links[0].uri.startswith(f"{stack.url}/toolsets/mcp/t1/resource/?uri=notes%3A%2F%2Ftoday")
     page = httpx.get(links[0].uri, cookies=_signed_in(user), timeout=30)
     assert page.status_code == 200 and "Buy" in page.text and "<b>milk</b>" not in page.text
+
+
+def test_an_mcp_servers_own_content_passes_through_with_its_audience(
+    stack: Any, switched_on: None, token: str, test_server: Any
+) -> None:
+    async def work(client: Client) -> Any:
+        return await client.call_tool("toolset__mcp_t1__picture", {}), await client.call_tool(
+            "toolset__mcp_t1__audiences", {}
+        )
+
+    picture, audiences = _run(stack, token, "auto", work)
+    images = [block for block in picture.content if block.type == "image"]
+    assert len(images) == 1 and images[0].mime_type == "image/png" and images[0].data
+    shown = {
+        block.text: (block.annotations.audience if block.annotations else None)
+        for block in audiences.content
+        if block.type == "text"
+    }
+    assert shown == {"For your eyes.": ["user"], "For the model.": ["assistant"], "For both.": None}
