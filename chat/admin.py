@@ -14,7 +14,9 @@ from core import tracing
 from core.groups import label as groups_label
 from core.secrets_form import SecretFieldsMixin
 
+from . import spend_chart
 from .models import AgentDefinition, AppSettings, Budget, Chat, ChatShare, LLMModel, Message, Spend, TokenUsage, Turn
+from .spend_chart import csv_safe
 
 
 class LLMModelForm(SecretFieldsMixin):
@@ -263,6 +265,36 @@ class SpendAdmin(admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
+    def get_urls(self) -> list[Any]:
+        from django.urls import path
+
+        chart = path("chart/", self.admin_site.admin_view(self.chart_view), name="chat_spend_chart")
+        return [chart, *super().get_urls()]
+
+    def chart_view(self, request: HttpRequest) -> HttpResponse:
+        """Spend over time as a chart and a table (chat/spend_chart.py); `?format=csv` for the
+        table's numbers. A bad filter is a 400 with the form's errors."""
+        from django.core.exceptions import PermissionDenied
+        from django.template.response import TemplateResponse
+
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        # Without a query: per user and day, the last thirty days.
+        form = spend_chart.ChartForm(request.GET or {"by": "user"})
+        chart = spend_chart.build(form.cleaned_data) if form.is_valid() else None
+        if chart is not None and request.GET.get("format") == "csv":
+            return spend_chart.as_csv(chart)
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": "Spend over time",
+            "form": form,
+            "chart": chart,
+        }
+        return TemplateResponse(
+            request, "admin/chat/spend/chart.html", context, status=200 if chart is not None else 400
+        )
+
     def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> Any:
         # Totals of what the filters select, per user and per model, above the list.
         response = super().changelist_view(request, extra_context)
@@ -291,20 +323,15 @@ class SpendAdmin(admin.ModelAdmin):
             writer.writerow(
                 [
                     row.created_at.isoformat(),
-                    _csv_safe(row.user.get_username()),
-                    _csv_safe(groups),
-                    _csv_safe(row.model_name),
+                    csv_safe(row.user.get_username()),
+                    csv_safe(groups),
+                    csv_safe(row.model_name),
                     row.prompt_tokens,
                     row.completion_tokens,
                     row.cost,
                 ]
             )
         return response
-
-
-def _csv_safe(value: str) -> str:
-    # A cell starting with = + - @ is a formula to a spreadsheet: quote it as text.
-    return "'" + value if value[:1] in ("=", "+", "-", "@") else value
 
 
 @admin.register(ChatShare)

@@ -160,6 +160,11 @@ class RedisBudget:
         max_tokens = (llm.extra_params or {}).get("max_tokens")
         self.max_output = max_tokens if isinstance(max_tokens, int) and max_tokens > 0 else DEFAULT_MAX_OUTPUT
 
+    def priced_for(self, llm: LLMModel) -> RedisBudget:
+        """The same counters, for calls to another model (a subagent's own, the summary model's):
+        each call is reserved and priced with the model that makes it."""
+        return self if llm.pk == self.llm.pk else RedisBudget(self.user_id, llm, self.counters, self.redis)
+
     def estimate(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> Reservation:
         # About four characters a token: the prompt as sent, and the most the answer may be.
         prompt = len(json.dumps(messages, default=str)) // 4 + len(json.dumps(tools or [])) // 4 + 1
@@ -180,7 +185,9 @@ class RedisBudget:
         return reservation
 
     async def settle(self, reservation: Reservation, usage: Usage) -> None:
-        cost = price(self.llm, usage.prompt_tokens, usage.completion_tokens)
+        # In whole micro-dollars, as the ledger keeps it: a counter started from the ledger
+        # agrees with one that counted each call.
+        cost = price(self.llm, usage.prompt_tokens, usage.completion_tokens).quantize(Decimal(1) / MICRO)
         cost_delta = int(cost * MICRO) - reservation.cost
         tokens_delta = usage.total - reservation.tokens
         pipe = self.redis.pipeline(transaction=True)

@@ -7,6 +7,7 @@ from typing import Any
 
 from django.db import IntegrityError
 
+from chat.agent.budget import Budget
 from chat.agent.types import Completed, Usage
 
 from .models import ContextSummary
@@ -28,10 +29,13 @@ MESSAGE_CHARS = 4000
 class StoredSummarizer:
     """Summaries of one chat: looked up by the hash of what they cover, written once."""
 
-    def __init__(self, chat_id: int, model: Any, owner_id: int | None = None) -> None:
+    def __init__(self, chat_id: int, model: Any, owner_id: int | None = None, budget: Budget | None = None) -> None:
         self.chat_id = chat_id
         self.model = model  # a chat.agent.llm.LiteLLMModel
         self.owner_id = owner_id  # whose token total the summary's model call counts in
+        # The owner's budgets, priced for the summary model: reserved before the call (raising
+        # OverBudget, which ends the turn like any call over budget) and settled after it.
+        self.budget = budget
 
     async def lookup(self, keys: list[str]) -> dict[str, str]:
         rows = await db(_stored)(self.chat_id, keys)
@@ -45,9 +49,16 @@ class StoredSummarizer:
             {"role": "user", "content": "\n\n".join(parts)},
         ]
         text, usage = "", Usage()
-        async for event in self.model.stream(messages, None):
-            if isinstance(event, Completed):
-                text, usage = event.message.content.strip(), event.message.usage
+        reservation = await self.budget.reserve(messages, None) if self.budget is not None else None
+        try:
+            async for event in self.model.stream(messages, None):
+                if isinstance(event, Completed):
+                    text, usage = event.message.content.strip(), event.message.usage
+        finally:
+            if self.budget is not None:
+                # A failed or stopped call gives back its reservation, less what it used.
+                spent = usage if usage.total else getattr(getattr(self.model, "partial", None), "usage", None)
+                await self.budget.settle(reservation, spent or Usage())
         text = text or previous
         await db(_store)(self.chat_id, key, len(span), text, self.model.config.model, usage)
         if self.owner_id is not None:

@@ -18,6 +18,7 @@ from typing import Any
 from django.utils import timezone
 
 from chat.agent import spans
+from chat.agent.budget import Budget
 from chat.agent.catalogue import ToolBudget
 from chat.agent.loop import Agent, CancelToken, Model, Outcome
 from chat.agent.types import ToolCall, ToolResult
@@ -28,6 +29,7 @@ from . import presenters, turn_store
 from .agents import AgentSpec
 from .agents.base import MAX_CONTEXT_LENGTH, MAX_TASK_LENGTH
 from .approvals import Asker
+from .elicitations import Elicitor
 from .prompts import system_prompt
 from .selection import AGENTS
 from .streaming import TurnSink
@@ -36,7 +38,8 @@ from .worker_loop import db
 
 # How long a stopped subagent gets to record what it had before its task is cancelled.
 STOP_GRACE_S = 5.0
-ModelFor = Callable[[AgentSpec], Awaitable[Model]]
+# The subagent's model, and the turn's budget check priced for that model (None: no budget).
+ModelFor = Callable[[AgentSpec], Awaitable[tuple[Model, Budget | None]]]
 
 
 class Delegator:
@@ -54,7 +57,6 @@ class Delegator:
         depth: int = 0,
         lane: str = "",
         tool_budget: ToolBudget | None = None,
-        budget: Any = None,
     ) -> None:
         self.sink = sink
         self.tool_budget = tool_budget
@@ -67,8 +69,6 @@ class Delegator:
         self.depth = depth
         self.lane = lane  # where the supervisor making these calls works ("" for the turn itself)
         self.sources = sources
-        # The turn's budget check (chat.agent.budget.Budget or None): subagents spend from it too.
-        self.budget = budget
 
     async def run(self, agent: AgentSpec, call: ToolCall, step: int, position: int) -> ToolResult:
         task, context, problem = _arguments(call)
@@ -132,7 +132,6 @@ class Delegator:
                 depth=self.depth + 1,
                 lane=lane,
                 tool_budget=self.tool_budget,
-                budget=self.budget,
             )
 
         async def progress(step: int, position: int, text: str, percent: float | None) -> None:
@@ -145,12 +144,14 @@ class Delegator:
             selection=self._selection_for(agent, delegating=child is not None),
             on_progress=progress,
             on_approval=Asker(sink, lane),
+            on_elicitation=Elicitor(sink, lane),
             delegator=child,
             lane=lane,
             sources=self.sources,
         )
         await db(toolbox.prepare)()
-        model = await self.model_for(agent)
+        # Subagents spend from the turn's budgets, each call priced with the subagent's own model.
+        model, budget = await self.model_for(agent)
         brief = task + (f"\n\nContext from the conversation:\n{context}" if context else "")
         messages = [
             {"role": "system", "content": f"{agent.instructions}\n\n{system_prompt(timezone.now())}"},
@@ -167,7 +168,7 @@ class Delegator:
             max_iterations=min(agent.max_iterations, self.chat_limit),
             fitter=model.fitter() if hasattr(model, "fitter") else None,
             tool_budget=self.tool_budget,
-            budget=self.budget,
+            budget=budget,
         )
         # The run's model and tool calls nest under its own agent span, under the supervisor's.
         with spans.agent(agent.name, turn_id=sink.turn_id, depth=self.depth + 1):

@@ -2,10 +2,11 @@
 
 Sharing takes the exchanges of the branch on screen (finished turns only); later messages and
 other branches are not in the share. The shared page renders them with the chat's own partials
-but no controls and no websocket; files are listed only when the sharer ticked it. Anyone
-signed in may open a share; with the admin's `public_shares` switch, a share marked public opens
-without signing in too. A revoked share is a 404, like one that never existed. Anyone signed in
-may continue a share as a chat of their own (a copy of its messages and tool cards).
+but no controls and no websocket; the questions' files are listed and downloadable (through
+the share) only when the sharer ticked it. Anyone signed in may open a share; with the admin's
+`public_shares` switch, a share marked public opens without signing in too. A revoked share is
+a 404, like one that never existed. Anyone signed in may continue a share as a chat of their
+own (a copy of its messages, tool and delegation cards; not the files).
 """
 
 from __future__ import annotations
@@ -17,13 +18,14 @@ from django import forms
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
 from django.db import transaction
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from core.http import AuthedRequest
 from toolsets.files.models import Attachment
+from toolsets.files.views import as_download
 from toolsets.models import ToolExecution
 
 from .exchanges import exchange_views
@@ -115,11 +117,11 @@ def shared_chat(request: HttpRequest, token: str) -> HttpResponse:
         return redirect_to_login(request.get_full_path())
     turns = list(Turn.objects.filter(chat_id=share.chat_id, pk__in=share.turn_ids).order_by("id"))
     exchanges = exchange_views(turns, latest=None)
-    # Names and sizes only, and only when the sharer ticked it: the files themselves stay theirs.
+    # Only when the sharer ticked it: the files of the shared questions, downloadable through
+    # the share (shared_file), never through the owner's own file pages.
     files: dict[int, list[dict[str, Any]]] = {}
     if share.include_files:
-        rows = Attachment.objects.filter(messages__turn_id__in=share.turn_ids, messages__role=Message.Role.USER)
-        for row in rows.values("messages__turn_id", "name", "size").order_by("id"):
+        for row in _shared_files(share).values("id", "messages__turn_id", "name", "size").order_by("id"):
             files.setdefault(row["messages__turn_id"], []).append(dict(row))
     for exchange in exchanges:
         exchange["shared_files"] = files.get(exchange["turn_id"], [])
@@ -131,6 +133,35 @@ def shared_chat(request: HttpRequest, token: str) -> HttpResponse:
     }
     response = render(request, "chat/shared.html", context)
     # A shared page is not for search engines or other sites' frames.
+    response["X-Robots-Tag"] = "noindex"
+    return response
+
+
+def _shared_files(share: ChatShare) -> Any:
+    """The files the share's questions carry: those of the user's own messages in the shared
+    turns of the shared chat, and nothing else of the owner's."""
+    return Attachment.objects.filter(
+        messages__chat_id=share.chat_id,
+        messages__turn_id__in=share.turn_ids,
+        messages__role=Message.Role.USER,
+        messages__lane="",
+    )
+
+
+@require_GET
+def shared_file(request: HttpRequest, token: str, file_id: int) -> HttpResponseBase:
+    """A file of a shared chat, checked against the share (never against who owns the file):
+    only while the share works, only if the sharer ticked "include files", only one the shared
+    questions carry. Anything else is a 404, like a file that does not exist."""
+    share = _open_share(token)
+    if not request.user.is_authenticated and not _visible_without_sign_in(share):
+        return redirect_to_login(request.get_full_path())
+    if not share.include_files:
+        raise Http404("No such file.")
+    attachment = _shared_files(share).filter(pk=file_id).distinct().first()
+    if attachment is None:
+        raise Http404("No such file.")
+    response = as_download(attachment)
     response["X-Robots-Tag"] = "noindex"
     return response
 

@@ -320,6 +320,14 @@ class TurnSink:
         if decision.approved:
             await self._waiting_card(step, position, lane, "calling", None)
 
+    async def elicitation_needed(self, step: int, position: int, request: Any, lane: str = "") -> None:
+        """A running MCP tool's server asks the user something: the card shows the question."""
+        await self._redraw_card(step, position, lane, status="waiting", elicitation=presenters.elicitation(request))
+
+    async def elicitation_answered(self, step: int, position: int, lane: str = "") -> None:
+        """Answered (or given up): the call runs on, and its card says so."""
+        await self._redraw_card(step, position, lane, status="calling")
+
     async def _waiting_card(
         self, step: int, position: int, lane: str, status: str, approval: dict[str, Any] | None
     ) -> None:

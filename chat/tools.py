@@ -44,6 +44,7 @@ class ChatToolBox:
         lane: str = "",
         sources: SourceBook | None = None,
         on_approval: Any = None,
+        on_elicitation: Any = None,
         client_tools: list[dict[str, Any]] | None = None,
         client: str = "",
     ) -> None:
@@ -65,6 +66,9 @@ class ChatToolBox:
         self.on_progress = on_progress
         # Asks the user about "ask" tools (chat.approvals.Asker): (step, position, request).
         self.on_approval = on_approval
+        # Asks the user an MCP server's question during a call (chat.elicitations.Elicitor):
+        # (step, position, request).
+        self.on_elicitation = on_elicitation
         # Selected toolsets that are not usable right now, as "Name (reason)".
         self.skipped: list[str] = []
         # Tools an API caller passed (OpenAI format): offered to the model, never run here; a
@@ -169,6 +173,7 @@ class ChatToolBox:
             progress=self._progress_reporter(step, position),
             chat_id=self.chat_id,
             approve=functools.partial(self.on_approval, step, position) if self.on_approval else None,
+            elicit=functools.partial(self.on_elicitation, step, position) if self.on_elicitation else None,
             offered=self._offered,
             offered_in="given to this agent" if self.lane else "selected for this chat",
             client=self.client,

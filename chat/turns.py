@@ -28,6 +28,7 @@ from .agents import AgentSpec
 from .approvals import Asker
 from .compaction import StoredSummarizer
 from .delegation import Delegator
+from .elicitations import Elicitor
 from .events import FINAL_SEQ, send_fragment
 from .live import LiveTurn
 from .models import AppSettings, LLMModel, Turn
@@ -136,15 +137,17 @@ async def _run_claimed(turn: Turn, redis: Any, watch: TurnWatch) -> None:
         if unseen:
             await sink.notice("images", unseen)
 
-        async def model_for(agent: AgentSpec) -> Any:
+        # None without a budget for the owner: then nothing is checked or counted.
+        budget = await db(budgets.for_turn)(chat.owner_id, llm, sync_client(), redis)
+
+        async def model_for(agent: AgentSpec) -> tuple[Any, Any]:
             # An agent may have a model of its own (an admin's choice); else the chat's.
             # Only one open to the chat's owner: an agent does not lend a model the owner may not use.
             models = LLMModel.for_user(chat.owner_id)
             own = await db(models.filter(pk=agent.model_id).first)() if agent.model_id else None
-            return _model(own or llm, trace_content=app.trace_content)
+            chosen = own or llm
+            return _model(chosen, trace_content=app.trace_content), budget.priced_for(chosen) if budget else None
 
-        # None without a budget for the owner: then nothing is checked or counted.
-        budget = await db(budgets.for_turn)(chat.owner_id, llm, sync_client(), redis)
         sources = SourceBook()
         delegator = None
         if app.max_delegation_depth >= 1:
@@ -158,7 +161,6 @@ async def _run_claimed(turn: Turn, redis: Any, watch: TurnWatch) -> None:
                 max_depth=app.max_delegation_depth,
                 sources=sources,
                 tool_budget=tool_budget(app),
-                budget=budget,
             )
         toolbox = ChatToolBox(
             user_id=chat.owner_id,
@@ -167,6 +169,7 @@ async def _run_claimed(turn: Turn, redis: Any, watch: TurnWatch) -> None:
             selection=chat.enabled_tools,
             on_progress=sink.tool_progress,
             on_approval=Asker(sink),
+            on_elicitation=Elicitor(sink),
             delegator=delegator,
             sources=sources,
             client_tools=api.get("tools") or None,
@@ -179,7 +182,11 @@ async def _run_claimed(turn: Turn, redis: Any, watch: TurnWatch) -> None:
         # The running summary is written by the admin's summary model, else the chat's.
         summary_llm = await db(_summary_model)(app)
         summarizer = StoredSummarizer(
-            chat.pk, _model(summary_llm, trace_content=app.trace_content) if summary_llm else model, chat.owner_id
+            chat.pk,
+            _model(summary_llm, trace_content=app.trace_content) if summary_llm else model,
+            chat.owner_id,
+            # A summary is a model call like any other: reserved and priced with its own model.
+            budget=budget.priced_for(summary_llm or llm) if budget else None,
         )
         agent = Agent(
             model,

@@ -2,7 +2,7 @@ from django.urls import path
 
 import core.converters  # noqa: F401 - registers the <id:…> converter
 
-from . import approval_views, manage, shares, turn_views, views
+from . import approval_views, elicitation_views, manage, shares, turn_views, views
 
 app_name = "chat"
 
@@ -25,6 +25,7 @@ urlpatterns = [
     path("shares/<id:share_id>/revoke/", shares.revoke_share, name="share_revoke"),
     path("s/<str:token>/", shares.shared_chat, name="shared"),
     path("s/<str:token>/continue/", shares.continue_share, name="share_continue"),
+    path("s/<str:token>/files/<id:file_id>/", shares.shared_file, name="shared_file"),
     path("chats/<id:chat_id>/export.json", manage.export_json, name="export_json"),
     path("chats/settings/", views.draft_settings, name="draft_settings"),
     path("turns/<id:turn_id>/continue/", turn_views.continue_answer, name="continue"),
@@ -34,4 +35,5 @@ urlpatterns = [
     path("turns/<id:turn_id>/markdown/", turn_views.answer_markdown, name="markdown"),
     path("approvals/<str:approval_id>/", approval_views.answer_approval, name="approval"),
     path("approvals/<str:approval_id>/review/", approval_views.review, name="approval_review"),
+    path("elicitations/<str:elicitation_id>/", elicitation_views.answer_elicitation, name="elicitation"),
 ]

@@ -108,6 +108,12 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "axes",
+    # Single sign-on with OpenID Connect (chat/accounts/sso.py): allauth's social accounts and
+    # its generic OpenID Connect provider; its own password pages are not routed.
+    "allauth",
+    "allauth.account",
+    "allauth.socialaccount",
+    "allauth.socialaccount.providers.openid_connect",
     "django_htmx",
     "channels",
     "chat",
@@ -117,6 +123,8 @@ INSTALLED_APPS = [
     "toolsets.workspace",
     "toolsets.mcp",
     "toolsets.files",
+    # Tessera is the OAuth 2.1 authorization server of its own /mcp (chat/api/oauth.py).
+    "oauth2_provider",
 ]
 
 MIDDLEWARE = [
@@ -134,6 +142,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Allauth's request context (the sign-in flow's state) and its early responses.
+    "allauth.account.middleware.AccountMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     # Last: turns an attempt the sign-in throttle refused into its lockout response.
@@ -290,8 +300,11 @@ UPLOAD_PATHS = frozenset({"/files/"})
 AUTHENTICATION_BACKENDS = [
     # First: refuses a locked-out account or address before any password or token is checked.
     "axes.backends.AxesStandaloneBackend",
+    # While password sign-in is off (Admin → Account settings), refuses everyone but superusers.
+    "chat.accounts.backends.PasswordSignInPolicy",
     "django.contrib.auth.backends.ModelBackend",
     "toolsets.auth.ApiTokenBackend",
+    "chat.api.oauth.OAuthTokenBackend",
 ]
 # Failed attempts (a wrong password or token) per account and per client address within the
 # cool-off; one more is refused, whatever the password, until the oldest failure is that old.
@@ -318,9 +331,70 @@ AXES_SENSITIVE_PARAMETERS = [
 # lockouts are what an admin needs (Admin → Axes).
 AXES_DISABLE_ACCESS_LOG = True
 
+# --- Single sign-on (django-allauth; chat/accounts/sso.py) -----------------------------------
+# Providers are OIDCProvider rows an admin adds in Django admin, fed to allauth by the adapter.
+SOCIALACCOUNT_ADAPTER = "chat.accounts.sso.SocialAccountAdapter"
+ACCOUNT_ADAPTER = "chat.accounts.sso.AccountAdapter"
+# Existing accounts are matched by the adapter (verified e-mail only), never by allauth.
+SOCIALACCOUNT_EMAIL_AUTHENTICATION = False
+SOCIALACCOUNT_EMAIL_AUTHENTICATION_AUTO_CONNECT = False
+SOCIALACCOUNT_AUTO_SIGNUP = True
+# Tessera sends no mail: the provider is who vouches for an address.
+ACCOUNT_EMAIL_VERIFICATION = "none"
+SOCIALACCOUNT_EMAIL_VERIFICATION = "none"
+ACCOUNT_SIGNUP_FIELDS = ["email", "username*"]
+# Access and refresh tokens are not kept: Tessera asks the provider who someone is, nothing more.
+SOCIALACCOUNT_STORE_TOKENS = False
+# Signing in starts with a POST from the sign-in page's form (CSRF-protected), never a GET.
+SOCIALACCOUNT_LOGIN_ON_GET = False
+
 if env_bool("TESSERA_FAST_PASSWORD_HASHER", False):
     # Tests only: a deliberately weak hasher so creating users does not dominate test time.
     PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+# --- OAuth for /mcp (django-oauth-toolkit; chat/api/oauth.py) -------------------------------
+OAUTH2_PROVIDER = {
+    "SCOPES": {
+        "mcp:tools": "Use your tools",
+        "mcp:agents": "Hand tasks to your agents",
+        "mcp:approve": "Run tools that ask for approval",
+    },
+    "DEFAULT_SCOPES": ["mcp:tools", "mcp:agents"],
+    "PKCE_REQUIRED": True,
+    "ACCESS_TOKEN_EXPIRE_SECONDS": env_int("TESSERA_OAUTH_ACCESS_TOKEN_SECONDS", 3600),
+    "REFRESH_TOKEN_EXPIRE_SECONDS": env_int("TESSERA_OAUTH_REFRESH_TOKEN_DAYS", 90) * 86400,
+    "AUTHORIZATION_CODE_EXPIRE_SECONDS": 60,
+    "ROTATE_REFRESH_TOKEN": True,
+    # A refresh token used twice was stolen from one of the two users: the whole family goes.
+    "REFRESH_TOKEN_REUSE_PROTECTION": True,
+    "REQUEST_APPROVAL_PROMPT": "force",
+    # https, or http to a loopback host (checked in chat/api/oauth.py): native clients listen
+    # on 127.0.0.1, [::1] or localhost at a port chosen per sign-in (RFC 8252).
+    "ALLOWED_REDIRECT_URI_SCHEMES": ["http", "https"],
+    "ALLOW_LOCALHOST_LOOPBACK": True,
+    "OAUTH2_RESPONSE_TYPES_SUPPORTED": ["code"],
+    "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "refresh_token"],
+    "OAUTH2_TOKEN_ENDPOINT_AUTH_METHODS_SUPPORTED": ["none", "client_secret_post", "client_secret_basic"],
+    # RFC 9700: no implicit or password grant, no plain PKCE, tokens only in the header, and
+    # tokens stored as hashes (a database dump holds no usable token).
+    "COMPLIANT_BCP_RFC9700_IMPLICIT_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PASSWORD_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_METHOD": True,
+    "COMPLIANT_BCP_RFC9700_ACCESS_TOKEN_TRANSPORT": True,
+    "COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS": True,
+    "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,
+    "DCR_ENABLED": True,
+    "DCR_REGISTRATION_PERMISSION_CLASSES": ("oauth2_provider.dcr.AllowAllDCRPermission",),
+    "CIMD_ENABLED": True,
+    "CIMD_METADATA_FETCHER": "chat.api.oauth.MetadataFetcher",
+    "OAUTH2_PROTECTED_RESOURCE_NAME": "Tessera MCP server",
+}
+# Dynamic client registrations per client address an hour.
+OAUTH_REGISTRATIONS_PER_HOUR = env_int("TESSERA_OAUTH_REGISTRATIONS_PER_HOUR", 20)
+# Tests only: client metadata documents served from this machine (loopback addresses), with a
+# certificate from this CA file. Off and empty in any deployment.
+OAUTH_CIMD_ALLOW_LOOPBACK = env_bool("TESSERA_OAUTH_CIMD_ALLOW_LOOPBACK", False)
+OAUTH_CIMD_CA_FILE = env_str("TESSERA_OAUTH_CIMD_CA_FILE")
 
 # --- Static files -----------------------------------------------------------------------------
 STATIC_URL = "static/"
@@ -429,6 +503,9 @@ TESSERA = {
     "CANCEL_POLL_S": env_float("TESSERA_CANCEL_POLL_S", 0.15),
     "DEMO_TOKENS_PER_SECOND": env_float("TESSERA_DEMO_TOKENS_PER_SECOND", 40.0),
     "TOOL_RESULT_MODEL_LIMIT": env_int("TESSERA_TOOL_RESULT_MODEL_LIMIT", 16_000),
+    # How long an MCP server's question during a tool call (elicitation) waits for the user's
+    # answer on the card before it is cancelled and the call fails with "No answer within …".
+    "MCP_ELICITATION_TIMEOUT_S": env_float("TESSERA_MCP_ELICITATION_TIMEOUT_S", 600.0),
     # Threads a worker process lends its turns for database calls and sync tools.
     "WORKER_IO_THREADS": env_int("TESSERA_WORKER_IO_THREADS", 32),
     # Threads LiteLLM may use at once for its end-of-stream work in a worker (chat/worker_loop.py).

@@ -1,10 +1,10 @@
 from django.contrib import admin
-from django.contrib.auth import views as auth_views
 from django.templatetags.static import static
 from django.urls import include, path
 from django.views.generic import RedirectView
 
 from chat.accounts import views as account_views
+from chat.accounts.urls import sso_urlpatterns
 from core import health, overview
 
 urlpatterns = [
@@ -16,10 +16,15 @@ urlpatterns = [
     path("admin/overview/", admin.site.admin_view(overview.overview), name="admin-overview"),
     path("admin/", admin.site.urls),
     path("login/", account_views.Login.as_view(), name="login"),
-    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # The same page under the name allauth redirects to.
+    path("login/", account_views.Login.as_view(), name="account_login"),
+    path("logout/", account_views.logout, name="logout"),
+    *sso_urlpatterns,
     path("toolsets/", include("toolsets.urls")),
     # The OpenAI-compatible API (chat/api/openai.py), served by Django's async handler.
     path("v1/", include("chat.api.urls")),
+    # Tessera as the OAuth authorization server of /mcp (chat/api/oauth.py).
+    path("", include("chat.api.oauth_urls")),
     path("files/", include("toolsets.files.urls")),
     path("search/", include("chat.search.urls")),
     path("", include("chat.accounts.urls")),

@@ -37,6 +37,12 @@ class ToolContext:
     settings: dict[str, Any] = field(default_factory=dict)
     # Called by long-running tools to show live progress on their card.
     progress: Callable[[str, float | None], None] = field(default=lambda text, percent=None: None)
+    # Asks the person behind the call a tool's question (an MCP server's elicitation) and
+    # returns their answer: the chat's card (chat.elicitations). None: nobody to ask (the API).
+    elicit: Callable[[Any], Awaitable[Any]] | None = None
+    # The running call's timeout (an `asyncio.Timeout`, set by the executor), which a tool
+    # waiting on the person pauses: their thinking is not the tool's time.
+    clock: Any = None
 
 
 class ToolFailure(Exception):

@@ -148,13 +148,15 @@ async def execute(
     progress: Progress | None = None,
     chat_id: int | None = None,
     approve: approvals.Approver | None = None,
+    elicit: Callable[[Any], Awaitable[Any]] | None = None,
     pre_approved: bool = False,
     offered: Collection[str] | None = None,
     offered_in: str = "offered here",
     client: str = "",
 ) -> Execution:
     """Runs one call. `approve` is asked about "ask" tools (None: they fail with
-    permission_denied, unless `pre_approved` — the API's explicit approval).
+    permission_denied, unless `pre_approved` — the API's explicit approval). `elicit` answers
+    a tool's questions to the user while it runs (`ToolContext.elicit`).
 
     `offered`: the names the model was offered in this request (a chat's selection, a subagent's
     own tools). A call naming anything else is refused and recorded, whatever the model was told
@@ -229,7 +231,7 @@ async def execute(
                     started = time.monotonic()
             if execution.error is None:
                 attempts, result, execution.error = await _run(
-                    tool_, user_id, turn_id, chat_id, gate, context, progress
+                    tool_, user_id, turn_id, chat_id, gate, context, progress, elicit
                 )
                 # Secrets never leave in a result: not to the card, the model, the database,
                 # the cache or a log (a server echoing its environment, a page quoting a key).
@@ -269,6 +271,7 @@ async def _run(
     gate: gates.Gate,
     context: ToolContext | None,
     progress: Progress | None,
+    elicit: Callable[[Any], Awaitable[Any]] | None = None,
 ) -> tuple[int, Any, ToolError | None]:
     """Calls the tool, retrying transient failures: (attempts, result, error)."""
     available = gate.availability
@@ -286,6 +289,8 @@ async def _run(
             report(redact(text), percent)
 
         ctx.progress = redacted_progress
+    if elicit is not None:
+        ctx.elicit = elicit
     attempts = 0
     while True:
         attempts += 1
@@ -342,7 +347,10 @@ async def _call(tool_: Tool, ctx: ToolContext, arguments: dict[str, Any]) -> Any
     if tool_.prepare is not None:
         await tool_.prepare(ctx)
     if tool_.is_async:
-        return await asyncio.wait_for(tool_.func(*args, **arguments), timeout=tool_.timeout_s)
+        # A timeout the tool can see (and pause while it waits on the person: an MCP question).
+        async with asyncio.timeout(tool_.timeout_s) as clock:
+            ctx.clock = clock
+            return await tool_.func(*args, **arguments)
     # Sync tools run in a thread (with Django's connection upkeep: they may use the ORM); the
     # timeout bounds how long the turn waits for one.
     call = database_sync_to_async(tool_.func, thread_sensitive=False)

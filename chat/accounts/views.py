@@ -1,27 +1,36 @@
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from typing import Any
 
+import requests
+from allauth.socialaccount.providers.openid_connect import views as oidc_views
 from axes.handlers.proxy import AxesProxyHandler
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
+from django.contrib.auth import logout as auth_logout
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.signals import user_login_failed
 from django.contrib.auth.views import LoginView, PasswordChangeDoneView, PasswordChangeView
 from django.db import IntegrityError, transaction
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse_lazy
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from chat.api import oauth
 from chat.shares import shares_of
 from core.http import AuthedRequest
+from core.redact import redact
 from toolsets.models import ApiToken
 
-from . import ratelimit, throttle
+from . import ratelimit, sso, throttle
 from .forms import NameForm, SignupForm
 from .models import AccountSettings
 
+log = logging.getLogger(__name__)
 SIGNUPS_PER_HOUR = 10
 REVOKED_KEY = "tokens_revoked_by_password_change"
 
@@ -68,13 +77,25 @@ def account(request: AuthedRequest) -> HttpResponse:
     form = NameForm(request.POST or None, initial={"name": user.get_full_name()})
     if request.method == "POST":
         if not form.is_valid():
-            context = {"form": form, "shares": shares_of(user.pk)}
+            context = {"form": form, "shares": shares_of(user.pk), "clients": oauth.connections(user.pk)}
             return render(request, "accounts/account.html", context, status=400)
         user.first_name, user.last_name = form.cleaned_data["name"], ""
         user.save(update_fields=["first_name", "last_name"])
         messages.success(request, "Your name is saved.")
         return redirect("accounts:account")
-    return render(request, "accounts/account.html", {"form": form, "shares": shares_of(user.pk), **_budgets(user.pk)})
+    context = {"form": form, "shares": shares_of(user.pk), "clients": oauth.connections(user.pk), **_budgets(user.pk)}
+    return render(request, "accounts/account.html", context)
+
+
+@login_required
+@require_POST
+def disconnect_client(request: AuthedRequest, application_id: int) -> HttpResponse:
+    """Revokes what an OAuth client holds of this user's: only their own tokens are touched, so
+    another user's id finds nothing (404)."""
+    if not oauth.disconnect(request.user.pk, application_id):
+        raise Http404("No such connected client.")
+    messages.success(request, "The client is disconnected: its access is revoked.")
+    return redirect("accounts:account")
 
 
 def _budgets(user_id: int) -> dict[str, Any]:
@@ -107,11 +128,87 @@ class PasswordChangeDone(PasswordChangeDoneView):
 
 
 class Login(LoginView):
-    """Django's sign-in, with a link to the sign-up page while sign-up is open."""
+    """Django's sign-in, with a button per enabled OpenID Connect provider and a link to the
+    sign-up page while sign-up is open. With password sign-in off, the password form is folded
+    away as the administrators' way in (chat/accounts/backends.py refuses everyone else)."""
 
     redirect_authenticated_user = True
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         context = super().get_context_data(**kwargs)
-        context["open_signup"] = AccountSettings.load().open_signup
+        account_settings = AccountSettings.load()
+        context["open_signup"] = account_settings.open_signup
+        context["password_signin"] = account_settings.password_signin
+        context["providers"] = sso.enabled_providers()
         return context
+
+    def render_to_response(self, context: dict[str, Any], **kwargs: Any) -> HttpResponse:
+        response = super().render_to_response(context, **kwargs)
+        # Browsers hold a form's redirects to `form-action` too: the providers' buttons post here
+        # and are sent on to the provider, whose origin the page must therefore allow.
+        origins = sso.origins(context["providers"])
+        if origins:
+            allowed: list[str] = list(settings.SECURE_CSP.get("form-action") or [])  # type: ignore[call-overload]
+            form_action = [*allowed, *origins]
+            response._csp_config = {**settings.SECURE_CSP, "form-action": form_action}  # type: ignore[attr-defined]
+        return response
+
+
+@require_POST
+def logout(request: HttpRequest) -> HttpResponse:
+    """Signs out here, then at the provider the session came from when it offers that."""
+    slug = request.session.get(sso.SESSION_KEY)
+    auth_logout(request)
+    elsewhere = sso.end_session_url(request, slug) if isinstance(slug, str) else None
+    if elsewhere is None:
+        return redirect(settings.LOGOUT_REDIRECT_URL)
+    # A page that moves on by itself rather than a redirect: the sign-out form's `form-action`
+    # would hold a redirect to another origin.
+    return render(request, "accounts/signing_out.html", {"url": elsewhere})
+
+
+def sso_refused(request: HttpRequest, message: str, status: int) -> HttpResponse:
+    return render(request, "accounts/sso_refused.html", {"message": message}, status=status)
+
+
+UNREACHABLE = "Your identity provider could not be reached, or its answer made no sense. Try again later."
+
+
+def _provider_call(
+    view: Callable[[HttpRequest, str], HttpResponse], request: HttpRequest, provider_id: str
+) -> HttpResponse:
+    # Allauth reads the provider's discovery document before it redirects there; a provider that
+    # is down, or answers something other than a discovery document, would otherwise be a 500.
+    try:
+        return view(request, provider_id)
+    except (requests.RequestException, ValueError, KeyError, TypeError) as exc:
+        log.warning("Identity provider %s failed: %s", provider_id[:40], redact(repr(exc)))
+        return sso_refused(request, UNREACHABLE, 502)
+
+
+def sso_begin(request: HttpRequest, provider_id: str) -> HttpResponse:
+    # Allauth would also connect a provider to the signed-in account ("connect") or only check
+    # an identity ("redirect"); Tessera has no page for either: a sign-in is all it starts.
+    process = request.POST.get("process") or request.GET.get("process") or "login"
+    if process != "login":
+        return sso_refused(request, "Only signing in is supported here.", 400)
+    return _provider_call(oidc_views.login, request, provider_id)
+
+
+@require_GET
+def sso_callback(request: HttpRequest, provider_id: str) -> HttpResponse:
+    return _provider_call(oidc_views.callback, request, provider_id)
+
+
+# Pages allauth sends a browser to by name (allauth's own are not routed).
+def sso_cancelled(request: HttpRequest) -> HttpResponse:
+    return sso_refused(request, "Sign-in was cancelled.", 400)
+
+
+def sso_signup(request: HttpRequest) -> HttpResponse:
+    request.session.pop("socialaccount_sociallogin", None)
+    return sso_refused(request, "No Tessera account could be created for this sign-in. Ask an administrator.", 403)
+
+
+def account_inactive(request: HttpRequest) -> HttpResponse:
+    return sso_refused(request, "This account is disabled.", 403)

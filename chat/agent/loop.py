@@ -292,8 +292,10 @@ class Agent:
                 await _aclose(stream)
             raise ProviderError("The model provider ended the response without finishing it.", kind="incomplete")
 
-        # Raises OverBudget before anything is asked of the provider.
-        reservation = await self.budget.reserve(self.messages, tools) if self.budget is not None else None
+        # Raises OverBudget before anything is asked of the provider. What is reserved is the
+        # request as sent (fitted to the model's context), not the whole transcript.
+        reserved = request if request is not None else self.messages
+        reservation = await self.budget.reserve(reserved, tools) if self.budget is not None else None
         try:
             try:
                 sent = request if request is not None else self.messages
@@ -323,6 +325,11 @@ class Agent:
                 self.messages.append(partial.to_openai())
             await self.sink.assistant_message(step, partial, "failed")
             await self._settle(reservation, partial.usage)
+            raise
+        except BaseException:
+            # Anything else (the retry's summary over budget, a bug): the reservation is given
+            # back, less what the call used, so it does not hold the budget until the period ends.
+            await self._settle(reservation, self.model.partial.usage)
             raise
         self.usage.add(message.usage)
         await self._settle(reservation, message.usage)

@@ -3,9 +3,11 @@ Desktop, IDEs, agent frameworks), under the same rules as the chat.
 
 - Streamable HTTP, stateless for the 2026-07-28 revision (which any number of web processes
   serve alike); the `mcp` SDK answers handshake-era clients on the same endpoint, each with a
-  session owned by its token (the only way that era lets a server ask during a call).
-- Auth: an API token (`Authorization: Bearer tsk_…`), counted by the sign-in throttle like any
-  token. Off until an admin switches it on (*App settings → MCP server*).
+  session owned by its caller (the only way that era lets a server ask during a call).
+- Auth: an API token (`Authorization: Bearer tsk_…`) or an OAuth access token this server issued
+  for this endpoint (chat/api/oauth.py: the MCP authorization flow, which a 401's
+  `WWW-Authenticate` points clients to), counted by the sign-in throttle like any token. Off
+  until an admin switches it on (*App settings → MCP server*).
 - `tools/list`: the tools usable *for this user*, from the same availability and policies as the
   chat (a toolset the user cannot use, and any tool whose policy is Deny, is not listed), with
   titles, schemas and annotations that tell the truth (a tool without side effects says it is
@@ -41,6 +43,7 @@ import anyio
 import mcp_types as types
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.handlers.asgi import ASGIRequest
 from django.http.request import split_domain_port, validate_host
 from django.urls import reverse
@@ -67,6 +70,7 @@ from toolsets.sources import SourceBook
 from ..agents import registry as agent_registry
 from ..agents.base import tool_name as agent_tool_name
 from ..models import AppSettings
+from . import oauth
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +100,9 @@ def _client_name(ctx: Any, caller: dict[str, Any]) -> str:
     params = getattr(ctx.session, "client_params", None)
     info = getattr(params, "client_info", None)
     name = getattr(info, "name", "") if info is not None else ""
+    if caller.get("oauth_client"):
+        # The name the user saw on the consent page, not one the client may change per request.
+        return f"mcp: {caller['oauth_client']}"[:200]
     return f"mcp: {name or caller['token_name']}"[:200]
 
 
@@ -560,7 +567,7 @@ async def _delegate(
         return types.CallToolResult(
             content=[types.TextContent(text="validation_error: 'task' must be a non-empty string.")], is_error=True
         )
-    user = await sync_to_async(lambda: ApiToken.objects.select_related("user").get(pk=caller["token_id"]).user)()
+    user = await get_user_model().objects.aget(pk=caller["user_id"])
     found = await sync_to_async(api.targets)(user.pk)
     target = found.get(api.AGENT_PREFIX + agent.id)
     if target is None:
@@ -609,10 +616,15 @@ server: Server[Any] = Server(
 )
 
 
+def _principal_of(caller: dict[str, Any]) -> str:
+    """Who is calling: an API token, or an OAuth client (its tokens refresh; the client stays)."""
+    who = f"token:{caller['token_id']}" if caller.get("token_id") else f"oauth:{caller.get('oauth_client', '')}"
+    return f"{who}:user:{caller['user_id']}"
+
+
 def _principal(ctx: Any) -> str | None:
-    """Whose round trip a sealed request state belongs to: the token (and its user)."""
-    caller = _caller(ctx)
-    return f"token:{caller['token_id']}:user:{caller['user_id']}"
+    """Whose round trip a sealed request state belongs to: the caller (and its user)."""
+    return _principal_of(_caller(ctx))
 
 
 # The state of an ask tool's round trip, sealed with a key of this installation (every web
@@ -674,31 +686,26 @@ class Endpoint:
             await _json(send, 404, "Tessera's MCP server is switched off on this server.")
             return
         request = ASGIRequest(scope, io.BytesIO())
-        record = await sync_to_async(token_from)(request)
-        if record is None:
+        caller = await sync_to_async(_authenticate)(request)
+        if caller is None:
+            # Where a client finds how to get a token (RFC 9728): the MCP authorization flow.
+            oauth.use_forwarded_scheme(request)
+            presented = bool(request.headers.get("Authorization"))
+            header = oauth.challenge(request, "invalid_token" if presented else None)
             await _json(
                 send,
                 401,
-                "A valid API token is needed: Authorization: Bearer tsk_…",
-                [(b"www-authenticate", b'Bearer realm="tessera"')],
+                "A valid token is needed: Authorization: Bearer with an API token (tsk_…) or an OAuth "
+                "access token for this server.",
+                [(b"www-authenticate", header.encode("latin-1"))],
             )
             return
-        await ApiToken.objects.filter(pk=record.pk).aupdate(last_used_at=timezone.now())
-        caller = {
-            "user_id": record.user_id,
-            "can_approve": record.can_approve,
-            "token_id": record.pk,
-            "token_name": f"token {record.name}",
-            "tools": record.may_use_tools,
-            "agents": record.may_use_agents,
-            # Links a client opens (approval page, files, resources) point back here.
-            "base_url": request.build_absolute_uri("/"),
-        }
+        # Links a client opens (approval page, files, resources) point back here.
+        oauth.use_forwarded_scheme(request)
+        caller["base_url"] = request.build_absolute_uri("/")
         # The SDK binds a handshake-era session to the principal that opened it: another token
         # presenting its id is answered as if it did not exist.
-        principal = AccessToken(
-            token="-", client_id=f"tessera-token:{record.pk}", scopes=[], subject=str(record.user_id)
-        )
+        principal = AccessToken(token="-", client_id=_principal_of(caller), scopes=[], subject=str(caller["user_id"]))
         scope = {**scope, SCOPE_KEY: caller, "user": AuthenticatedUser(principal)}
         manager = await self._ready()
         await manager.handle_request(scope, receive, _json_rpc_errors(send))
@@ -743,6 +750,32 @@ def _json_rpc_errors(send: Any) -> Any:
         await send(message)
 
     return wrapped
+
+
+def _authenticate(request: ASGIRequest) -> dict[str, Any] | None:
+    """The caller of a request (blocking): an API token, or an OAuth access token issued by this
+    server for this endpoint (chat/api/oauth.py), with what it may reach."""
+    header = request.headers.get("Authorization", "")
+    if not header.strip():
+        # How the MCP authorization flow starts (the 401 tells the client where to sign in): no
+        # credentials is not a failed sign-in, or connecting a few apps would lock the user out.
+        return None
+    scheme, _, presented = header.partition(" ")
+    presented = presented.strip()
+    if scheme.lower() == "bearer" and presented and not presented.startswith(ApiToken.PREFIX):
+        return oauth.caller_for(request, presented)
+    record = token_from(request)
+    if record is None:
+        return None
+    ApiToken.objects.filter(pk=record.pk).update(last_used_at=timezone.now())
+    return {
+        "user_id": record.user_id,
+        "can_approve": record.can_approve,
+        "token_id": record.pk,
+        "token_name": f"token {record.name}",
+        "tools": record.may_use_tools,
+        "agents": record.may_use_agents,
+    }
 
 
 def _origin_header(scope: dict[str, Any]) -> bool:

@@ -201,8 +201,8 @@ async def completions(request: HttpRequest) -> HttpResponse | StreamingHttpRespo
         raise
     result = await sync_to_async(result_of)(turn.pk, conversation, request.build_absolute_uri("/"))
     if result.failed:
-        status = 429 if result.error_kind == "rate_limit" else 502
-        return error(status, result.error or "The turn failed.", "api_error", code=result.error_kind or None)
+        status, type_ = _failure(result.error_kind)
+        return error(status, result.error or "The turn failed.", type_, code=result.error_kind or None)
     return JsonResponse(
         {
             "id": completion_id,
@@ -369,6 +369,17 @@ def _chunk(completion_id: str, created: int, model: str, delta: dict[str, Any], 
     return b"data: " + json.dumps(payload).encode() + b"\n\n"
 
 
+def _failure(error_kind: str) -> tuple[int, str]:
+    """A failed turn's HTTP status and OpenAI error type: a used-up budget is the caller's quota
+    (429 insufficient_quota, as OpenAI answers it: not worth retrying until the reset), a rate
+    limit a 429 worth retrying, anything else the provider's failure (502)."""
+    if error_kind == "budget":
+        return 429, "insufficient_quota"
+    if error_kind == "rate_limit":
+        return 429, "api_error"
+    return 502, "api_error"
+
+
 async def _stream(
     turn: Turn,
     model: str,
@@ -397,7 +408,11 @@ async def _stream(
             await asyncio.shield(sync_to_async(cancel)(turn.pk))
     result = await sync_to_async(result_of)(turn.pk, None, base_url)
     if result.failed:
-        problem = {"message": result.error or "The turn failed.", "type": "api_error", "code": result.error_kind}
+        problem = {
+            "message": result.error or "The turn failed.",
+            "type": _failure(result.error_kind)[1],
+            "code": result.error_kind,
+        }
         yield b"data: " + json.dumps({"error": problem}).encode() + b"\n\n"
         return
     if result.tool_calls:

@@ -343,7 +343,7 @@ def match_units(message: str) -> Iterable[Intent]:
     return match(message)
 
 
-_MCP_TOOL_RE = re.compile(r"\buse the ([a-z][a-z0-9_]{0,63}) tool\b", re.IGNORECASE)
+_MCP_TOOL_RE = re.compile(r"\buse the ([a-z][a-z0-9_-]{0,63}) tool\b", re.IGNORECASE)
 
 
 def match_mcp_tool(message: str) -> Iterator[Intent]:

@@ -15,6 +15,7 @@ from .cards import (
     pretty_json,
     tool_display_name,
 )
+from .elicitation import elicitation
 from .fragments import (
     StepText,
     card_fragment,
@@ -38,6 +39,7 @@ __all__ = [
     "card_from_execution",
     "cards_fragment",
     "delegation",
+    "elicitation",
     "exchange",
     "new_card_fragment",
     "new_step_fragment",

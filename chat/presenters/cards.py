@@ -81,6 +81,7 @@ def card(
     execution_id: int | None = None,
     delegation: dict[str, Any] | None = None,
     approval: dict[str, Any] | None = None,
+    elicitation: dict[str, Any] | None = None,
     cached_at: str | None = None,
 ) -> dict[str, Any]:
     """A tool card's view. `turn_id` is the id prefix of the steps it belongs to (a turn's id,
@@ -90,7 +91,9 @@ def card(
     display_name = tool_display_name(name)
     result_text = "" if result is None else pretty_json(result)
     truncated = len(result_text) > RESULT_DISPLAY_LIMIT
-    if status == "waiting":
+    if status == "waiting" and elicitation:
+        summary = "Waiting for your answer"
+    elif status == "waiting":
         summary = "Waiting for your approval"
     elif status in ("pending", "calling"):
         summary = progress_text or summaries.status_text(tool, display_name, arguments if status == "calling" else None)
@@ -109,7 +112,9 @@ def card(
         "display_name": display_name,
         "hints": list(tool.hints) if tool is not None else [],
         "status": status,
-        "status_label": STATUS_LABELS.get(status, status),
+        "status_label": "Needs your answer"
+        if status == "waiting" and elicitation
+        else STATUS_LABELS.get(status, status),
         "summary": summary,
         "arguments": "" if _no_arguments(arguments) else pretty_json(arguments),
         "result": result_text[:RESULT_DISPLAY_LIMIT],
@@ -128,13 +133,19 @@ def card(
         # Tool policy: the question of an "ask" call waiting for the user (chat/_approval.html),
         # and for a result reused from the cache, when the call that produced it ran.
         "approval": approval if status == "waiting" else None,
+        # An MCP server's question to the user during the call (chat/_elicitation.html).
+        "elicitation": elicitation if status == "waiting" else None,
         "cached_at": cached_at,
         "cached_text": cached_text(cached_at) if cached_at else "",
     }
     # A call still starting has nothing to show under its header: no empty strip there until
     # its arguments (or anything else) are known.
     view["has_body"] = any(
-        view[key] for key in ("delegation", "connect_url", "arguments", "approval", "error", "result", "cached_text")
+        view[key]
+        for key in (
+            *("delegation", "connect_url", "arguments", "approval", "elicitation"),
+            *("error", "result", "cached_text"),
+        )
     ) or bool(view["content"] or duration_ms is not None)
     return view
 

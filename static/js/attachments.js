@@ -227,6 +227,21 @@
     }
   }
 
+  // A file stored by the server for this message (an MCP resource or a prompt's image): a chip
+  // like an upload's from where the upload would have left it.
+  window.TesseraAttach = {
+    addStored: function (body) {
+      var t = tray();
+      if (!t || !body || !body.id) return;
+      var chip = makeChip({ name: body.name, size: body.size, type: "" });
+      chip.id = body.id;
+      chip.urls = body;
+      chips.push(chip);
+      t.appendChild(chip.el);
+      settle(chip, body);
+    }
+  };
+
   // --- Send waits for the chips -------------------------------------------------------------------
   document.addEventListener("submit", function (e) {
     if (!e.target || e.target.id !== "composer" || e.defaultPrevented) return;

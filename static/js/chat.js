@@ -269,6 +269,70 @@
     });
   }
 
+  // --- Question cards: an MCP server asks the user during a tool call ----------------------------
+  // Accept / Decline / Cancel (Done for a page to open): a POST checked against the chat's owner
+  // and, for a form, against the server's schema (errors come back per field). The card's new
+  // state arrives over the socket. Found like the approval box: data attributes and its own id.
+  var ELICITATIONS = "/elicitations/";
+  function answerElicitation(form, button) {
+    var box = form.closest("[data-elicitation]");
+    if (!box || box.id !== "elicitation-" + box.dataset.elicitation) return;
+    var url = box.dataset.elicitationUrl || "";
+    if (url.indexOf(ELICITATIONS) !== 0) return;
+    var action = (button && button.dataset.elicitationAction) || "accept";
+    var body = new URLSearchParams();
+    if (action === "accept") new FormData(form).forEach(function (value, key) { body.append(key, value); });
+    body.set("action", action);
+    var buttons = form.querySelectorAll("button[data-elicitation-action]");
+    var message = box.querySelector("[data-elicitation-message-error]");
+    function showErrors(errors) {
+      box.querySelectorAll("[data-elicitation-error]").forEach(function (p) {
+        var text = errors[p.dataset.elicitationError] || "";
+        p.textContent = text; p.hidden = !text;
+        var field = form.querySelector('[data-field="' + p.dataset.elicitationError + '"]');
+        if (!field) return;
+        field.querySelectorAll("input, select").forEach(function (input) {
+          if (text) {
+            input.setAttribute("aria-invalid", "true");
+            var described = (input.getAttribute("aria-describedby") || "").split(" ").filter(Boolean);
+            if (described.indexOf(p.id) < 0) described.push(p.id);
+            input.setAttribute("aria-describedby", described.join(" "));
+          } else input.removeAttribute("aria-invalid");
+        });
+      });
+    }
+    function settle(text, failed, errors) {
+      box.removeAttribute("aria-busy");
+      buttons.forEach(function (b) { b.disabled = !failed; });
+      showErrors(errors || {});
+      if (message) { message.textContent = text; message.hidden = !text; }
+      if (failed) {
+        var invalid = form.querySelector('[aria-invalid="true"]');
+        (invalid || button || buttons[0]).focus();
+      }
+    }
+    buttons.forEach(function (b) { b.disabled = true; });
+    box.setAttribute("aria-busy", "true");
+    fetch(url, {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { "X-CSRFToken": csrfToken(), "Content-Type": "application/x-www-form-urlencoded" },
+      body: body.toString(),
+    }).then(function (response) {
+      return response.json().catch(function () { return {}; }).then(function (data) {
+        if (response.ok) {
+          settle("", false);
+          var status = box.querySelector("[data-elicitation-status]");
+          if (status) status.textContent = data.message || "Answer sent.";
+          return;
+        }
+        settle(data.message || "Could not send your answer. Try again.", true, data.errors);
+      });
+    }).catch(function () {
+      settle("Could not reach Tessera. Check your connection and try again.", true);
+    });
+  }
+
   // --- The one click listener -------------------------------------------------------------------
   document.addEventListener("click", function (e) {
     var target = e.target;
@@ -364,6 +428,8 @@
 
   document.addEventListener("submit", function (e) {
     if (e.target.id === "composer" && (isRunning() || !input().value.trim())) e.preventDefault();
+    var question = e.target.closest && e.target.closest("form[data-elicitation-form]");
+    if (question) { e.preventDefault(); answerElicitation(question, e.submitter); }
   }, true);
 
   // --- htmx events ------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from chat.turns import run_turn
 pytestmark = pytest.mark.django_db(transaction=True)
 
 MESSAGES = [{"role": "user", "content": "x" * 400}]  # about 100 tokens
+MICRO_USD = Decimal("0.000001")
 
 
 def test_months_and_days_reset_at_their_ends_in_utc() -> None:
@@ -293,3 +294,188 @@ def test_the_composer_warns_near_the_end_of_a_budget(user: Any, demo_model: LLMM
     client_redis.delete(*client_redis.scan_iter("tessera:budget:*"))
     page = client.get(reverse("chat:home")).content.decode()
     assert "Your monthly budget is nearly used up: 150 tokens left until" in page
+
+
+def test_a_subagents_calls_are_priced_and_reserved_with_its_own_model(
+    user: Any, demo_model: LLMModel, redis_server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Workspace assistant runs on a model of its own (ten thousand times dearer than the
+    chat's): its calls are in the ledger under that model, at that model's price, and what the
+    counter holds afterwards is exactly what the ledger says."""
+    from dataclasses import replace
+
+    from chat.agents.registry import builtin_agents
+    from toolsets.workspace.sample_data import seed_for_user
+
+    demo_model.extra_params = {"tokens_per_second": 0, "max_tokens": 500}
+    demo_model.input_price = demo_model.output_price = Decimal("0.01")
+    demo_model.save()
+    dear = LLMModel.objects.create(
+        name="Dear demo",
+        model="demo/tessera",
+        extra_params={"tokens_per_second": 0, "max_tokens": 500},
+        input_price=Decimal("100"),
+        output_price=Decimal("100"),
+    )
+    monkeypatch.setitem(
+        builtin_agents(), "workspace_assistant", replace(builtin_agents()["workspace_assistant"], model_id=dear.pk)
+    )
+    Budget.objects.create(user=user, period="month", max_cost=Decimal("50"))
+    seed_for_user(user)
+    selection = {"workspace": ["list_events", "list_tasks"], "agents": ["workspace_assistant"]}
+    chat = Chat.objects.create(owner=user, model=demo_model, enabled_tools=selection)
+    turn = Turn.objects.create(chat=chat, model=demo_model)
+    Message.objects.create(chat=chat, turn=turn, role="user", content="Plan my week from my calendar and tasks")
+
+    asyncio.run(asyncio.wait_for(run_turn(turn.pk), 60))
+
+    turn.refresh_from_db()
+    assert turn.status == Turn.Status.COMPLETED, turn.error
+    lane_calls = Message.objects.filter(turn=turn, lane="0-0", role="assistant").count()
+    main_calls = Message.objects.filter(turn=turn, lane="", role="assistant").count()
+    assert lane_calls >= 2 and main_calls >= 2
+    sub = list(Spend.objects.filter(user=user, model=dear))
+    main = list(Spend.objects.filter(user=user, model=demo_model))
+    assert (len(sub), len(main)) == (lane_calls, main_calls)
+    for row in sub:
+        assert row.cost == budgets.price(dear, row.prompt_tokens, row.completion_tokens).quantize(MICRO_USD) > 0
+    for row in main:
+        assert row.cost == budgets.price(demo_model, row.prompt_tokens, row.completion_tokens).quantize(MICRO_USD)
+    # Settled to the ledger: no reservation is left behind, in micro-dollars or tokens.
+    [counter] = budgets.counters_for(user.pk, redis.from_url(redis_server))
+    rows = Spend.objects.filter(user=user)
+    assert int(redis.from_url(redis_server).get(counter.cost_key) or 0) == sum(
+        int(r.cost * budgets.MICRO) for r in rows
+    )
+    assert int(redis.from_url(redis_server).get(counter.tokens_key) or 0) == sum(
+        r.prompt_tokens + r.completion_tokens for r in rows
+    )
+
+
+def test_a_subagent_on_a_dearer_model_is_refused_by_the_budget_the_chats_model_fits(
+    user: Any, demo_model: LLMModel, redis_server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Five dollars a day: the chat's model would take thousands of calls to spend it; the
+    subagent's own model (a dollar a token) spends it in its first call, so its next call is
+    refused and the delegation fails with the budget's reason; then the supervisor's too."""
+    from dataclasses import replace
+
+    from chat.agents.registry import builtin_agents
+    from toolsets.models import ToolExecution
+    from toolsets.workspace.sample_data import seed_for_user
+
+    demo_model.extra_params = {"tokens_per_second": 0, "max_tokens": 500}
+    demo_model.input_price = demo_model.output_price = Decimal("0.01")
+    demo_model.save()
+    dear = LLMModel.objects.create(
+        name="Dear demo", model="demo/tessera", extra_params={"max_tokens": 500}, input_price=Decimal("1000000")
+    )
+    monkeypatch.setitem(
+        builtin_agents(), "workspace_assistant", replace(builtin_agents()["workspace_assistant"], model_id=dear.pk)
+    )
+    Budget.objects.create(user=user, period="day", max_cost=Decimal("5"))
+    seed_for_user(user)
+    selection = {"workspace": ["list_events", "list_tasks"], "agents": ["workspace_assistant"]}
+    chat = Chat.objects.create(owner=user, model=demo_model, enabled_tools=selection)
+    turn = Turn.objects.create(chat=chat, model=demo_model)
+    Message.objects.create(chat=chat, turn=turn, role="user", content="Plan my week from my calendar and tasks")
+
+    asyncio.run(asyncio.wait_for(run_turn(turn.pk), 60))
+
+    delegation = ToolExecution.objects.get(turn=turn, toolset="agents")
+    assert delegation.status == "error" and "your daily budget is used up" in delegation.error
+    [spent] = Spend.objects.filter(model=dear)
+    assert spent.cost == spent.prompt_tokens  # a dollar a token: priced with the subagent's model
+    assert Message.objects.filter(turn=turn, lane="0-0", role="assistant").count() == 1
+    turn.refresh_from_db()
+    assert turn.status == Turn.Status.FAILED and turn.error_kind == "budget"
+    assert Spend.objects.filter(model=demo_model).count() == 1
+
+
+def _replay_chat(user: Any, base_url: str, exchanges: int = 8) -> tuple[Chat, LLMModel]:
+    from tests.chat.test_context_window import tool_heavy_chat
+
+    model = LLMModel.objects.create(
+        name="Replay", model="openai/replay", api_base=base_url, api_key="sk-x", input_price=Decimal("1")
+    )
+    return tool_heavy_chat(user, model, exchanges), model
+
+
+def _send(chat: Chat, text: str) -> Turn:
+    turn = Turn.objects.create(chat=chat, model=chat.model)
+    Message.objects.create(chat=chat, turn=turn, role="user", content=text)
+    asyncio.run(asyncio.wait_for(run_turn(turn.pk), 60))
+    turn.refresh_from_db()
+    return turn
+
+
+def test_the_context_summary_is_reserved_and_priced_with_the_summary_model(user: Any, redis_server: str) -> None:
+    """The chat outgrows its model (the provider refuses it); the running summary written by
+    the admin's summary model is one more call against the budget, priced with that model."""
+    from chat.compaction import INSTRUCTIONS
+    from chat.models import AppSettings
+    from tests.providers.replay import ReplayServer, Reply
+    from tests.providers.shapes import answer, finish, role, text
+    from tests.providers.shapes import usage as usage_chunk
+
+    replay = ReplayServer().start()
+    replay.window = 6000
+    try:
+        chat, model = _replay_chat(user, replay.base_url)
+        summarizer = LLMModel.objects.create(
+            name="Summarizer",
+            model="openai/summarizer",
+            api_base=replay.base_url,
+            api_key="sk-y",
+            input_price=Decimal("1000"),
+            output_price=Decimal("2000"),
+        )
+        app = AppSettings.load()
+        app.summary_model = summarizer
+        app.save()
+        Budget.objects.create(user=user, period="month", max_cost=Decimal("100"))
+        summary = Reply([role(), text("Pages 0 to 6 were read."), finish("stop"), usage_chunk(1000, 100)])
+        replay.play(summary, answer("Page 7 said page7word1."))
+
+        turn = _send(chat, "What did page 7 say?")
+
+        assert turn.status == Turn.Status.COMPLETED, turn.error
+        assert [r.messages[0]["content"] == INSTRUCTIONS for r in replay.requests] == [False, True, False]
+    finally:
+        replay.stop()
+    [written] = Spend.objects.filter(user=user, model=summarizer)
+    assert (written.prompt_tokens, written.completion_tokens, written.cost) == (1000, 100, Decimal("1.2"))
+    assert Spend.objects.filter(user=user, model=model).count() == 1
+    [counter] = budgets.counters_for(user.pk, redis.from_url(redis_server))
+    rows = Spend.objects.filter(user=user)
+    assert int(redis.from_url(redis_server).get(counter.cost_key) or 0) == sum(
+        int(r.cost * budgets.MICRO) for r in rows
+    )
+
+
+def test_a_summary_over_budget_is_never_asked_for_and_gives_the_turns_reserve_back(
+    user: Any, redis_server: str
+) -> None:
+    from tests.providers.replay import ReplayServer
+    from tests.providers.shapes import answer
+
+    replay = ReplayServer().start()
+    replay.window = 6000
+    try:
+        chat, _ = _replay_chat(user, replay.base_url)
+        # One token: the first request (refused by the provider for its length) holds the budget
+        # while the summary that would fit it is reserved, which is refused.
+        Budget.objects.create(user=user, period="month", max_tokens=1)
+        replay.play(answer("Never sent."))
+
+        turn = _send(chat, "What did page 7 say?")
+
+        assert len(replay.requests) == 1  # only the refused one: no summary, no retry
+    finally:
+        replay.stop()
+    assert turn.status == Turn.Status.FAILED and turn.error_kind == "budget", turn.error
+    assert "your monthly budget is used up" in turn.error
+    assert not Spend.objects.filter(user=user).exists()
+    # The refused call's reservation was given back: the counter is where it started.
+    [counter] = budgets.counters_for(user.pk, redis.from_url(redis_server))
+    assert int(redis.from_url(redis_server).get(counter.tokens_key) or 0) == 0

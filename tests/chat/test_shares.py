@@ -213,3 +213,138 @@ def test_tool_cards_and_citations_show_read_only_with_hostile_sources_inert(user
     assert 'href="https://example.com/a"' in body
     assert 'href="javascript:' not in body and "<img src=x" not in body
     assert 'class="tool-card' in body and "<button" not in body and "<form" not in body
+
+
+def _file(user: Any, chat: Chat, name: str, data: bytes, *, on: Message | None) -> Any:
+    from django.core.files.base import ContentFile
+
+    from toolsets.files.models import Attachment
+
+    attachment = Attachment(owner=user, chat=chat, name=name, size=len(data), kind="csv", content_type="text/csv")
+    attachment.file.save("f.csv", ContentFile(data), save=False)
+    attachment.save()
+    if on is not None:
+        attachment.messages.add(on)
+    return attachment
+
+
+def _download(client: Client, link: ChatShare, attachment: Any) -> Any:
+    return client.get(reverse("chat:shared_file", args=[link.token, attachment.pk]))
+
+
+def test_shared_files_download_through_the_share_only_when_ticked(
+    user: Any, other_user: Any, chat: Chat, demo_model: LLMModel
+) -> None:
+    """The download is checked against the share, not the owner: another user gets the shared
+    question's file through a ticked share, and nothing else of the owner's."""
+    question = Message.objects.get(content="First question")
+    shared = _file(user, chat, "figures.csv", b"a,b\n1,2\n", on=question)
+    # The owner's other files: one not sent, one sent in another chat, one a later question carries.
+    loose = _file(user, chat, "loose.csv", b"secret", on=None)
+    elsewhere_chat = Chat.objects.create(owner=user, model=demo_model)
+    elsewhere_turn = Turn.objects.create(chat=elsewhere_chat, status=Turn.Status.COMPLETED)
+    elsewhere = _file(
+        user,
+        elsewhere_chat,
+        "elsewhere.csv",
+        b"secret",
+        on=Message.objects.create(chat=elsewhere_chat, turn=elsewhere_turn, role="user", content="q"),
+    )
+    owner = signed_in(user)
+    without = share(owner, chat)
+    ticked = share(owner, chat, include_files="on")
+    later_turn = Turn.objects.create(chat=chat, status=Turn.Status.COMPLETED)
+    later = _file(
+        user,
+        chat,
+        "later.csv",
+        b"secret",
+        on=Message.objects.create(chat=chat, turn=later_turn, role="user", content="q"),
+    )
+    other = signed_in(other_user)
+
+    page = other.get(shared_url(ticked)).content.decode()
+    assert reverse("chat:shared_file", args=[ticked.token, shared.pk]) in page
+    response = _download(other, ticked, shared)
+    assert response.status_code == 200 and b"".join(response.streaming_content) == b"a,b\n1,2\n"
+    assert 'attachment; filename="figures.csv"' in response["Content-Disposition"]
+    assert response["X-Content-Type-Options"] == "nosniff" and "sandbox" in response["Content-Security-Policy"]
+    # Not ticked: the same file is a 404, and the page does not list it.
+    assert _download(other, without, shared).status_code == 404
+    assert "figures.csv" not in other.get(shared_url(without)).content.decode()
+    # Never the owner's other files, whatever id is asked for.
+    for not_shared in (loose, elsewhere, later):
+        assert _download(other, ticked, not_shared).status_code == 404
+    assert other.get(f"/s/{ticked.token}/files/{10**17}/").status_code == 404
+    # The owner's own file page stays the owner's.
+    assert other.get(reverse("files:download", args=[shared.pk])).status_code == 404
+    # Revoked: gone.
+    owner.post(reverse("chat:share_revoke", args=[ticked.pk]))
+    assert _download(other, ticked, shared).status_code == 404
+
+
+def test_anonymous_downloads_follow_the_links_visibility(user: Any, chat: Chat) -> None:
+    shared = _file(user, chat, "figures.csv", b"1,2", on=Message.objects.get(content="First question"))
+    owner = signed_in(user)
+    private = share(owner, chat, include_files="on")
+    response = _download(Client(), private, shared)
+    assert response.status_code == 302 and response["Location"].startswith("/login/")
+
+    app = AppSettings.load()
+    app.public_shares = True
+    app.save()
+    public = share(owner, chat, public="on", include_files="on")
+    assert _download(Client(), public, shared).status_code == 200
+    app.public_shares = False
+    app.save()
+    assert _download(Client(), public, shared).status_code == 302
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_continued_copy_keeps_delegation_cards_and_components(user: Any, other_user: Any, demo_model: Any) -> None:
+    """A real delegated turn (the demo model hands the week plan to the Workspace assistant,
+    whose answer has components): the copy's page shows the same delegation card, with the
+    subagent's nested cards and the same components, under the copy's own ids."""
+    import asyncio
+
+    from chat.turns import run_turn
+    from toolsets.workspace.sample_data import seed_for_user
+
+    seed_for_user(user)
+    demo_model.extra_params = {"tokens_per_second": 0}
+    demo_model.save()
+    selection = {"workspace": ["list_events", "list_tasks"], "agents": ["workspace_assistant"]}
+    original = Chat.objects.create(owner=user, model=demo_model, enabled_tools=selection, title="Week")
+    turn = Turn.objects.create(chat=original, model=demo_model)
+    Message.objects.create(chat=original, turn=turn, role="user", content="Plan my week from my calendar and tasks")
+    asyncio.run(asyncio.wait_for(run_turn(turn.pk), 60))
+    turn.refresh_from_db()
+    assert turn.status == Turn.Status.COMPLETED, turn.error
+    link = share(signed_in(user), original)
+    other = signed_in(other_user)
+
+    other.post(reverse("chat:share_continue", args=[link.token]))
+
+    copy = Chat.objects.get(owner=other_user)
+    copied = copy.turns.get()
+    before = signed_in(user).get(reverse("chat:detail", args=[original.pk])).content.decode()
+    after = other.get(reverse("chat:detail", args=[copy.pk])).content.decode()
+
+    def cards(html: str, turn_id: int) -> list[str]:
+        # The page's cards and components, with the turn's own id taken out of their DOM ids.
+        found = re.findall(r'data-(?:testid="(delegation)"|component="(\w+)")|id="((?:card|steps)-[\w-]+)"', html)
+        return [
+            kind or component or re.sub(rf"^(card|steps)-{turn_id}\b", r"\1-T", dom_id)
+            for kind, component, dom_id in found
+        ]
+
+    shown = cards(before, turn.pk)
+    assert "delegation" in shown and {"task_table", "calendar_events"} <= set(shown), shown
+    assert cards(after, copied.pk) == shown
+    assert f'id="steps-{copied.pk}-0-0"' in after
+    # The subagent's work is the copy's: its transcript, its records, owned by the new owner.
+    assert (
+        Message.objects.filter(turn=copied, lane="0-0").count() == Message.objects.filter(turn=turn, lane="0-0").count()
+    )
+    assert set(ToolExecution.objects.filter(turn=copied).values_list("user_id", flat=True)) == {other_user.pk}
+    assert ToolExecution.objects.filter(turn=copied, lane="0-0").count() == 2

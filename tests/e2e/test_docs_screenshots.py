@@ -29,6 +29,7 @@ from toolsets.workspace.sample_data import seed_for_user
 from .axe import set_theme
 from .conftest import PASSWORD, SHOTS, browser_page, login, send, send_and_wait, wait_socket, wait_turn_done
 from .test_operations import _activity
+from .test_spend_chart import make_ledger
 
 pytestmark = pytest.mark.e2e
 
@@ -46,6 +47,7 @@ IMAGES = {
     "versions": "An edited question with its versions, 2 / 2 (user guide)",
     "search": "Search as you type in the sidebar (user guide)",
     "approval-card": "A tool call waiting for approval (user guide, policies)",
+    "elicitation-card": "An MCP server's question on a tool card, as a form (user guide)",
     "delegation": "A subagent's delegation card with nested tool cards (user guide)",
     "files": "Files attached to a question, with the answer citing them (user guide)",
     "toolsets-page": "The Toolsets settings page (user guide, admin guide)",
@@ -55,6 +57,7 @@ IMAGES = {
     "admin-mcp-tools": "Django admin: the tools an MCP server lists (admin guide)",
     "admin-tool-policies": "Django admin: tool policies (admin guide)",
     "admin-overview": "Admin → Operations, the staff overview (operations)",
+    "admin-spend-chart": "Django admin: spend over time, per day and user (admin guide, teams)",
 }
 
 
@@ -189,6 +192,40 @@ def test_a_tool_call_waiting_for_approval(page: Page, e2e_user: Any) -> None:
     wait_turn_done(page)
 
 
+def test_a_servers_question_on_a_tool_card(page: Page) -> None:
+    import sys
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tests.toolsets.mcp.conftest import register
+    from toolsets.models import ToolsetConfig
+
+    with ThreadPoolExecutor(1) as thread:  # off Playwright's thread, which runs its own loop
+        asking = ROOT / "tests/toolsets/mcp/elicitation_server.py"
+        thread.submit(
+            register, name="Shop", slug="shop", transport="stdio", command=sys.executable, args=[str(asking)]
+        ).result()
+    ToolsetConfig.objects.create(toolset_id="mcp_shop", policy="auto")
+    page.goto(page.base_url + "/")  # type: ignore[attr-defined]
+    send(page, "Hello")
+    page.wait_for_url("**/chats/*/")
+    wait_socket(page)
+    wait_turn_done(page)
+    page.get_by_test_id("toolsets-popover-trigger").click()
+    box = page.get_by_test_id("toolset-checkbox-mcp_shop")
+    if not box.is_checked():
+        box.check()
+    page.keyboard.press("Escape")
+    send(page, "use the order tool")
+    card = page.get_by_test_id("elicitation-card")
+    expect(card).to_be_visible(timeout=30_000)
+    expect(card).to_contain_text("Who is the order for, and how many?")
+    card.get_by_label("Name on the order (required)").fill("Ada Lovelace")
+    settle(page)
+    picture(page.locator('[data-testid="tool-call-message"][data-status="waiting"]'), "elicitation-card")
+    card.get_by_test_id("elicitation-cancel").click()
+    wait_turn_done(page)
+
+
 def test_a_subagent_at_work(page: Page) -> None:
     workspace_ready(page)
     page.goto(page.base_url + "/")  # type: ignore[attr-defined]
@@ -319,3 +356,18 @@ def test_the_admin_screens(admin_page: Page, e2e_user: Any) -> None:
     expect(page.locator("#ops-workers")).not_to_have_text("Workers alive: 0")
     settle(page)
     picture(page, "admin-overview", full_page=True)
+
+
+def test_the_spend_chart(browser: Browser, stack: Any, e2e_user: Any) -> None:
+    # The stack's own web process: this page saves nothing (see admin_page).
+    get_user_model().objects.create_superuser("root", password=PASSWORD)
+    make_ledger(e2e_user)
+    with browser_page(browser, stack.url, signed_in=False, viewport={"width": 1440, "height": 900}) as page:
+        page.goto(stack.url + "/admin/login/?next=/admin/chat/spend/chart/")
+        page.fill("#id_username", "root")
+        page.fill("#id_password", PASSWORD)
+        page.click("input[type=submit]")
+        expect(page.get_by_role("img", name="Cost in USD per day, by user")).to_be_visible()
+        expect(page.get_by_test_id("spend-chart-legend")).to_contain_text("dora")
+        settle(page)
+        picture(page, "admin-spend-chart")

@@ -78,3 +78,66 @@ def test_share_open_continue_and_revoke(
 
         response = bob.goto(url)
         assert response is not None and response.status == 404
+
+
+def test_shared_files_download_only_through_a_link_that_includes_them(
+    axe_signed_in: Page, browser: Browser, stack: Any, demo_model: LLMModel, tmp_path: Any
+) -> None:
+    from django.core.files.base import ContentFile
+
+    from chat.models import ChatShare, Message, Turn
+    from toolsets.files.models import Attachment
+
+    from .test_accessibility import Checker
+
+    page = axe_signed_in
+    owner = get_user_model().objects.get(username="ada")
+    chat = Chat.objects.create(owner=owner, model=demo_model, title="Quarterly figures")
+    turn = Turn.objects.create(chat=chat, model=demo_model, status=Turn.Status.COMPLETED)
+    question = Message.objects.create(chat=chat, turn=turn, role="user", content="What do these figures say?")
+    Message.objects.create(chat=chat, turn=turn, role="assistant", step=0, content="Revenue grew **12 %**.")
+    data = b"quarter,revenue\nQ1,100\nQ2,112\n"
+    attachment = Attachment(
+        owner=owner, chat=chat, name="figures.csv", size=len(data), kind="csv", content_type="text/csv"
+    )
+    attachment.file.save("figures.csv", ContentFile(data), save=False)
+    attachment.status = Attachment.Status.READY
+    attachment.save()
+    attachment.messages.add(question)
+
+    page.goto(f"{stack.url}/chats/{chat.pk}/share/")
+    page.get_by_test_id("share-create").click()  # without files
+    expect(page.get_by_test_id("share-link")).to_have_count(1)
+    page.get_by_test_id("share-files").check()
+    page.get_by_test_id("share-create").click()
+    expect(page.get_by_test_id("share-link")).to_have_count(2)
+    with_files = ChatShare.objects.get(chat=chat, include_files=True)
+    without = ChatShare.objects.get(chat=chat, include_files=False)
+
+    get_user_model().objects.create_user("bob", password=PASSWORD)
+    # The refused download's 404 is expected.
+    with browser_page(
+        browser, stack.url, signed_in=False, bypass_csp=True, allow_console=("Failed to load resource",)
+    ) as bob:
+        login(bob, stack.url, "bob")
+        bob.goto(f"{stack.url}/s/{with_files.token}/")
+        link = bob.get_by_test_id("shared-file")
+        expect(link).to_have_text("figures.csv")
+        check = Checker(bob, full_page=True)
+        check("shared-chat-with-files")
+        shot(bob, "share-with-files")
+        with bob.expect_download() as download:
+            link.click()
+        saved = tmp_path / "figures.csv"
+        download.value.save_as(saved)
+        assert download.value.suggested_filename == "figures.csv" and saved.read_bytes() == data
+
+        bob.goto(f"{stack.url}/s/{without.token}/")
+        expect(bob.get_by_test_id("shared-messages")).to_contain_text("What do these figures say?")
+        expect(bob.get_by_test_id("shared-file")).to_have_count(0)
+        response = bob.goto(f"{stack.url}/s/{without.token}/files/{attachment.pk}/")
+        assert response is not None and response.status == 404
+        # The owner's own download address is not the viewer's.
+        response = bob.goto(f"{stack.url}/files/{attachment.pk}/download/")
+        assert response is not None and response.status == 404
+        check.assert_clean()

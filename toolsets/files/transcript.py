@@ -21,6 +21,9 @@ IMAGE_MESSAGES = 3
 MAX_IMAGES = 8
 MAX_IMAGE_BYTES = 4 * 1024 * 1024
 MAX_IMAGE_SIDE = 2048
+# Text files at most this large are given to the model whole, in the files note.
+INLINE_TEXT_BYTES = 4000
+INLINE_KINDS = (Attachment.Kind.TEXT, Attachment.Kind.MARKDOWN, Attachment.Kind.CSV, Attachment.Kind.JSON)
 
 
 def model_sees_images(model: str) -> bool:
@@ -52,7 +55,25 @@ def _note(attachment: Attachment, shown: bool, vision: bool) -> str:
         return f"- “{attachment.name}” (file_id {attachment.pk}, {kind}): could not be read ({attachment.error})"
     count = attachment.page_count
     pages = f", {count} page{'s' if count != 1 else ''}" if attachment.kind == Attachment.Kind.PDF else ""
+    short = _short_text(attachment)
+    if short is not None:
+        # A short text (a note, an MCP server's resource) costs less whole than a tool call to
+        # read it: the model gets it here, fenced so that it reads as the file's, not the user's.
+        return f"- “{attachment.name}” (file_id {attachment.pk}, {kind}), in full:\n<file>\n{short}\n</file>"
     return f"- “{attachment.name}” (file_id {attachment.pk}, {kind}{pages}): read it with the Files tools"
+
+
+def _short_text(attachment: Attachment) -> str | None:
+    """The whole text of a small, read text file; None for anything else. Its size is checked
+    first: only a small file's text (deferred by the transcript's query) is loaded."""
+    if attachment.kind not in INLINE_KINDS or attachment.size > INLINE_TEXT_BYTES:
+        return None
+    if attachment.status != Attachment.Status.READY:
+        return None
+    text = attachment.text
+    if not text.strip() or len(text) > INLINE_TEXT_BYTES:
+        return None
+    return text.replace("</file>", "<\\/file>")
 
 
 def attachments_of(rows: Sequence[Any]) -> dict[int, list[Attachment]]:

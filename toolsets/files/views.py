@@ -127,7 +127,11 @@ def delete(request: AuthedRequest, file_id: int) -> HttpResponse:
 @login_required
 @require_GET
 def download(request: AuthedRequest, file_id: int) -> HttpResponseBase:
-    attachment = _get_file_for_user(request, file_id)
+    return as_download(_get_file_for_user(request, file_id))
+
+
+def as_download(attachment: Attachment) -> HttpResponseBase:
+    """The file's bytes as a download, locked down (also a shared chat's files, chat/shares.py)."""
     content_type = (
         attachment.content_type if attachment.kind == "image" and attachment.content_type in INLINE_IMAGES else None
     ) or DOWNLOAD_TYPES.get(attachment.kind, "application/octet-stream")

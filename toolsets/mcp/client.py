@@ -35,7 +35,7 @@ from typing import Any
 from core import redact
 from toolsets.base import ToolContext, ToolFailure
 
-from . import catalog, results
+from . import catalog, elicitation, results
 from .catalog import ServerSpec
 from .connection import CONNECT_TIMEOUT_S, Access, Connection, list_all_tools
 from .errors import auth_failure, describe, leaves
@@ -81,7 +81,21 @@ async def call_tool(spec: ServerSpec, name: str, arguments: dict[str, Any], ctx:
     access = access_for(spec, ctx.user_id, ctx.api_key)
     connection = pool().connection(spec, access)
     progress = _progress_reporter(ctx)
-    raw = await connection.call(name, arguments, progress, spec.timeout_s)
+    # The server's questions during this call (elicitation, both eras) go to this call's person.
+    questions = elicitation.Handler(spec.name, name, ctx.elicit, ctx.clock, elicitation_timeout_s())
+    with elicitation.calling(connection, questions):
+        try:
+            raw = await connection.call(name, arguments, progress, spec.timeout_s, waits=questions.wait_budget)
+        except elicitation.PagesRequired as needed:
+            # The server refused the call until the user visits its pages (URL_ELICITATION_REQUIRED):
+            # it did not run, so once they are done it is called again, once.
+            await questions.visit_first(needed)
+            try:
+                raw = await connection.call(name, arguments, progress, spec.timeout_s, waits=questions.wait_budget)
+            except elicitation.PagesRequired as again:
+                raise ToolFailure(f"{spec.name} still needs pages visited: {again}") from None
+    if questions.timed_out:
+        raise ToolFailure(questions.timeout_message(), error_type="timeout_error", fault=False)
     shaped = results.shape(raw, server=spec.toolset_id)
     if raw.get("isError"):
         raise ToolFailure(results.model_text(shaped)[:4000] or f"{spec.name} reported an error without details.")
@@ -111,6 +125,12 @@ async def connect(spec: ServerSpec, ctx: ToolContext) -> None:
     if not connection.connected:
         ctx.progress(f"Connecting to {spec.name}", None)
     await connection.ready(CONNECT_TIMEOUT_S)
+
+
+def elicitation_timeout_s() -> float:
+    from django.conf import settings
+
+    return float(settings.TESSERA["MCP_ELICITATION_TIMEOUT_S"])
 
 
 def _progress_reporter(ctx: ToolContext) -> Callable[[float, float | None, str | None], Any]:

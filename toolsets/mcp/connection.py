@@ -23,12 +23,12 @@ from mcp.client.sse import sse_client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from mcp_types import CONNECTION_CLOSED, INVALID_REQUEST, REQUEST_TIMEOUT
+from mcp_types import CONNECTION_CLOSED, INVALID_REQUEST, REQUEST_TIMEOUT, URL_ELICITATION_REQUIRED
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolsets.base import ToolFailure
 
-from . import catalog
+from . import catalog, elicitation
 from .catalog import ServerSpec
 from .errors import AuthRequired, auth_failure, describe
 from .models import MCPServer
@@ -94,12 +94,15 @@ class Connection:
         arguments: dict[str, Any],
         progress: Any,
         timeout: float,  # noqa: ASYNC109 - a per-request read timeout the SDK applies
+        waits: float = 0.0,
     ) -> dict[str, Any]:
         # The read timeout is a backstop behind the executor's own (which cancels the call and
-        # so sends the cancellation): a server must not keep a request for ever.
+        # so sends the cancellation): a server must not keep a request for ever. `waits`: how
+        # long the user may take over the call's questions (a handshake-era server holds the
+        # call open while it asks; the executor's clock pauses meanwhile).
         return await self._request(
             lambda client: client.call_tool(
-                name, arguments, read_timeout_seconds=timeout + 5, progress_callback=progress
+                name, arguments, read_timeout_seconds=timeout + 5 + waits, progress_callback=progress
             ),
             timeout,
         )
@@ -123,6 +126,8 @@ class Connection:
                     log.info("MCP server %s lost the session; starting a new one", self.spec.name)
                     self._renew()
                     continue
+                if exc.code == URL_ELICITATION_REQUIRED:
+                    raise elicitation.PagesRequired(exc) from None  # the caller asks, and calls again
                 raise self._failure(exc) from None
             except RuntimeError as exc:
                 # The SDK checks a result against the tool's declared outputSchema and raises
@@ -333,6 +338,9 @@ class Connection:
             cache=CacheConfig(),
             message_handler=self._on_message,
             client_info=CLIENT_INFO,
+            # Declares elicitation (form and url) and answers the server's questions through
+            # the card of the call that caused them (both eras: see `elicitation`).
+            elicitation_callback=elicitation.answerer(self),
         ) as client:
             yield client
 
@@ -388,6 +396,8 @@ class Connection:
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, types.ToolListChangedNotification):
             self._tools_changed()
+        elif isinstance(message, types.ElicitCompleteNotification):
+            await elicitation.completed(message.params.elicitation_id)
         elif isinstance(message, Exception):
             log.info("MCP server %s: %s", self.spec.name, describe(message))
 

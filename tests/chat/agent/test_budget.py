@@ -61,3 +61,27 @@ async def test_without_a_budget_nothing_is_checked() -> None:
     agent, _ = make_agent(script, Tools())
     assert agent.budget is None
     assert (await agent.run(USER)).status == "completed"
+
+
+async def test_the_reservation_is_for_the_request_as_fitted_not_the_whole_transcript() -> None:
+    """A long chat is fitted to its model before each call: the budget reserves what is sent
+    (else a chat longer than its model's window would reserve, and be refused, for text that
+    is never sent)."""
+    from chat.agent.context import Fitted
+
+    class LastMessageOnly:
+        async def fit(self, messages: list[dict[str, Any]], tools: Any, limit: Any = None) -> Fitted:
+            return Fitted(messages=messages[-1:])
+
+    script = Script([text_chunk("Hi"), finish()])
+    agent, _ = make_agent(script, Tools())
+    agent.fitter = LastMessageOnly()  # type: ignore[assignment]
+    budget = OneCallBudget(calls=1)
+    agent.budget = budget
+    history = [{"role": "user" if n % 2 == 0 else "assistant", "content": f"message {n}"} for n in range(9)]
+
+    outcome = await agent.run(history)
+
+    assert outcome.status == "completed"
+    assert budget.events[0] == ("reserved", 1)
+    assert len(script.calls[0]["messages"]) == 1

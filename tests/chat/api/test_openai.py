@@ -376,3 +376,30 @@ def test_groups_decide_which_models_a_token_may_use(
         _client(stack, token).chat.completions.create(model="Staff model", messages=[{"role": "user", "content": "hi"}])
     user.groups.add(staff)
     assert "Staff model" in {m.id for m in _client(stack, token).models.list()}
+
+
+def test_a_used_up_budget_is_the_callers_quota_not_a_provider_failure(
+    stack: Any, switched_on: None, token: str, user: Any, demo_model: Any
+) -> None:
+    """The budget holds through the API as in the chat: refused before any model call, with
+    OpenAI's 429 insufficient_quota and the budget's message; streamed, the same error event."""
+    from chat.models import Budget, Spend
+
+    Budget.objects.create(user=user, period="day", max_tokens=1)
+    Spend.objects.create(user=user, model_name=demo_model.model, prompt_tokens=5)
+    with pytest.raises(openai.RateLimitError) as refused:
+        _client(stack, token).chat.completions.create(model="tessera", messages=[{"role": "user", "content": "hi"}])
+    assert refused.value.status_code == 429 and refused.value.code == "budget"
+    assert refused.value.type == "insufficient_quota"
+    assert "your daily budget is used up" in str(refused.value)
+
+    with httpx.stream(
+        "POST",
+        f"{stack.url}/v1/chat/completions",
+        headers={"Authorization": f"Bearer {token}"},
+        json={"model": "tessera", "stream": True, "messages": [{"role": "user", "content": "hi"}]},
+        timeout=60,
+    ) as response:
+        events = [line for line in response.iter_lines() if line.startswith("data: ")]
+    assert '"type": "insufficient_quota"' in events[-1] and "your daily budget is used up" in events[-1]
+    assert Spend.objects.filter(user=user).count() == 1  # nothing was spent on the refused calls
