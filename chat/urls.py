@@ -34,5 +34,6 @@ urlpatterns = [
     path("turns/<id:turn_id>/choose/", turn_views.choose_version, name="choose"),
     path("turns/<id:turn_id>/markdown/", turn_views.answer_markdown, name="markdown"),
     path("approvals/<str:approval_id>/", approval_views.answer_approval, name="approval"),
+    path("approvals/<str:approval_id>/review/", approval_views.review, name="approval_review"),
     path("elicitations/<str:elicitation_id>/", elicitation_views.answer_elicitation, name="elicitation"),
 ]

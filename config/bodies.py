@@ -10,7 +10,6 @@ client gets 413 and the connection is closed, and nothing more is kept.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from daphne.http_protocol import WebRequest
@@ -53,8 +52,12 @@ def _refuse(request: Any) -> None:
     content = getattr(request, "content", None)
     if content is not None:
         content.close()  # what arrived so far is dropped
+    from core.asgi import error_body
+
     limit_mb = request._body_limit // (1024 * 1024)
-    body = json.dumps({"error": f"The request body is larger than {limit_mb} MB."}).encode()
+    path = bytes(getattr(request.channel, "_path", b"") or b"").split(b"?", 1)[0].decode("latin-1")
+    # In the shape the path's clients read (OpenAI's under /v1/, JSON-RPC's at /mcp).
+    body = error_body(path, f"The request body is larger than {limit_mb} MB.")
     head = (
         "HTTP/1.1 413 Content Too Large\r\n"
         "Content-Type: application/json\r\n"

@@ -62,7 +62,7 @@ class BodyLimit:
         limit = self.limit_for(scope["path"])
         declared = _content_length(scope)
         if declared is not None and declared > limit:
-            await _too_large(send, limit)
+            await _too_large(send, limit, scope["path"])
             return
         received = 0
         over = started = False
@@ -85,7 +85,7 @@ class BodyLimit:
 
         await self.app(scope, bounded_receive, watched_send)
         if over and not started:
-            await _too_large(send, limit)
+            await _too_large(send, limit, scope["path"])
 
 
 def body_limit(path: str) -> int:
@@ -105,8 +105,22 @@ def _content_length(scope: dict[str, Any]) -> int | None:
     return None
 
 
-async def _too_large(send: Any, limit: int) -> None:
-    body = json.dumps({"error": f"The request body is larger than {limit // (1024 * 1024)} MB."}).encode()
+def error_body(path: str, message: str) -> bytes:
+    """An error in the shape the path's clients read: OpenAI's under /v1/ (chat/api/openai.py),
+    JSON-RPC's at /mcp (chat/api/mcp_server.py), else a plain {"error": message}."""
+    if path.startswith("/v1/"):
+        shaped: dict[str, Any] = {
+            "error": {"message": message, "type": "invalid_request_error", "param": None, "code": None}
+        }
+    elif path.rstrip("/") == "/mcp":
+        shaped = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}
+    else:
+        shaped = {"error": message}
+    return json.dumps(shaped).encode()
+
+
+async def _too_large(send: Any, limit: int, path: str = "") -> None:
+    body = error_body(path, f"The request body is larger than {limit // (1024 * 1024)} MB.")
     await send(
         {
             "type": "http.response.start",

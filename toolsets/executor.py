@@ -236,10 +236,13 @@ async def execute(
                 # Secrets never leave in a result: not to the card, the model, the database,
                 # the cache or a log (a server echoing its environment, a page quoting a key).
                 execution.result = await _redacted(result)
-    except BaseException:
+    except BaseException as exc:
         # Stop while waiting or running: a probe that never reported frees its lease at once.
         if gate.probes:
             breakers.Breakers().release(gate.probes)
+        if isinstance(exc, asyncio.CancelledError):
+            # The audit says how it ended (Stop in the chat, an MCP client's cancellation).
+            await asyncio.shield(_cancel_record(record, execution.approval, int((time.monotonic() - started) * 1000)))
         raise
     execution.duration_ms = int((time.monotonic() - started) * 1000)
     if tool_ is not None and not not_offered:
@@ -399,6 +402,18 @@ def _open(*, fields: dict[str, Any], **checks: Any) -> tuple[ToolExecution, gate
     gate = gates.decide(**checks)
     fields["policy"] = gate.policy
     return ToolExecution.objects.create(**fields), gate
+
+
+@functools.partial(database_sync_to_async, thread_sensitive=False)
+def _cancel_record(record: ToolExecution, approval: str, duration_ms: int) -> None:
+    ToolExecution.objects.filter(pk=record.pk, status=ToolExecution.Status.RUNNING).update(
+        status=ToolExecution.Status.CANCELLED,
+        finished_at=timezone.now(),
+        duration_ms=duration_ms,
+        approval=approval,
+        error="Cancelled before it finished.",
+        error_type="cancelled",
+    )
 
 
 @functools.partial(database_sync_to_async, thread_sensitive=False)

@@ -1,8 +1,9 @@
 """Tessera as an MCP server, at `/mcp`: its toolsets and agents for any MCP client (Claude
 Desktop, IDEs, agent frameworks), under the same rules as the chat.
 
-- Streamable HTTP, stateless (the 2026-07-28 revision's model, which any number of web processes
-  serve alike); the `mcp` SDK answers handshake-era clients on the same endpoint.
+- Streamable HTTP, stateless for the 2026-07-28 revision (which any number of web processes
+  serve alike); the `mcp` SDK answers handshake-era clients on the same endpoint, each with a
+  session owned by its caller (the only way that era lets a server ask during a call).
 - Auth: an API token (`Authorization: Bearer tsk_…`) or an OAuth access token this server issued
   for this endpoint (chat/api/oauth.py: the MCP authorization flow, which a 401's
   `WWW-Authenticate` points clients to), counted by the sign-in throttle like any token. Off
@@ -13,10 +14,15 @@ Desktop, IDEs, agent frameworks), under the same rules as the chat.
   read-only). Agents are listed as `delegate_to_<agent>`.
 - `tools/call`: through the one executor (validation, rate limits, breaker, cache, audit: the
   `ToolExecution` names the client, "mcp: <its name>"), with progress notifications, text and
-  structured content, and citations as resource links. A tool whose policy is Ask runs only for a
-  token created with *may approve*; otherwise the result is an error that says so. An agent runs
-  in a Celery worker, as in the chat (chat/api/openai.py starts its turn), and its progress
-  streams as notifications.
+  structured content, MCP servers' own content passed through, and sources as links a client can
+  open (or as text). A client's cancellation stops the tool (audited as cancelled) or the agent's
+  turn. An agent runs in a Celery worker, as in the chat (chat/api/openai.py starts its turn),
+  and its progress streams as notifications.
+- Ask tools: the client's own confirmation form (form-mode elicitation: `elicitation/create`
+  during the call in the handshake era, an `InputRequiredResult` and a retry in the 2026-07-28
+  revision), else Tessera's approval page (URL-mode elicitation, chat/approval_views.py), else
+  an error naming the ways that work. A token created with *may approve* runs them directly.
+- Refusals are JSON-RPC errors with a 4xx status, the SDK's own plain-text ones included.
 - Origin checked against the page's own origin and CSRF_TRUSTED_ORIGINS, and Host against
   ALLOWED_HOSTS (DNS-rebinding protection, as the specification requires).
 """
@@ -24,10 +30,14 @@ Desktop, IDEs, agent frameworks), under the same rules as the chat.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import io
 import json
 import logging
+import secrets
+from http import HTTPStatus
 from typing import Any
+from urllib.parse import quote
 
 import anyio
 import mcp_types as types
@@ -36,16 +46,26 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.handlers.asgi import ASGIRequest
 from django.http.request import split_domain_port, validate_host
+from django.urls import reverse
 from django.utils import timezone
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
 from mcp.server.lowlevel import Server
+from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from core import origins
+from core.asgi import error_body
 from toolsets import availability, executor, policy
 from toolsets.auth import token_from
 from toolsets.base import qualified_name
-from toolsets.models import ApiToken
-from toolsets.registry import all_toolsets
+from toolsets.mcp import results as mcp_results
+from toolsets.models import ApiToken, PolicySettings
+from toolsets.policy import approval as approval_mod
+from toolsets.policy.approval import ApprovalRequest, Decision
+from toolsets.registry import all_toolsets, resolve
+from toolsets.sources import SourceBook
 
 from ..agents import registry as agent_registry
 from ..agents.base import tool_name as agent_tool_name
@@ -55,7 +75,10 @@ from . import oauth
 log = logging.getLogger(__name__)
 
 SCOPE_KEY = "tessera.mcp"
-ASK_NOTE = " (Asks for approval: runs only for a token that may approve.)"
+ASK_NOTE = (
+    " (Asks for approval: the client's own confirmation form, or Tessera's approval page in the browser;"
+    " a token that may approve runs it directly.)"
+)
 INSTRUCTIONS = (
     "Tessera's tools and agents, with the signed-in user's keys, policies and limits. Tools named "
     "delegate_to_<agent> hand a task to one of Tessera's agents, which works with its own tools."
@@ -85,11 +108,16 @@ def _client_name(ctx: Any, caller: dict[str, Any]) -> str:
 
 def listed_tools(user_id: int, *, tools_scope: bool = True, agents_scope: bool = True) -> list[types.Tool]:
     """What this user may call with this token, as MCP tools (blocking)."""
+    return [tool for tool, _ in _offers(user_id, tools_scope=tools_scope, agents_scope=agents_scope)]
+
+
+def _offers(user_id: int, *, tools_scope: bool, agents_scope: bool) -> list[tuple[types.Tool, str]]:
+    """Each tool offered, with its resolved policy (agents: "")."""
     available = availability.for_user(user_id)
     app = AppSettings.load()
     admin_policies = {toolset_id: state.admin_policy for toolset_id, state in available.items()}
     policies = policy.PolicyBook(user_id, admin_policies)
-    tools: list[types.Tool] = []
+    tools: list[tuple[types.Tool, str]] = []
     for toolset in all_toolsets().values() if tools_scope else ():
         state = available.get(toolset.id)
         if state is None or not state.usable or not app.exposes("mcp_server", "toolsets", toolset.id):
@@ -98,45 +126,38 @@ def listed_tools(user_id: int, *, tools_scope: bool = True, agents_scope: bool =
             resolved = policies.get(toolset, tool).policy
             if resolved == policy.DENY:
                 continue
-            tools.append(
-                types.Tool(
-                    name=qualified_name(toolset.id, tool.name),
-                    title=f"{toolset.name}: {tool.display_name}",
-                    description=tool.description
-                    + (
-                        " (Asks for approval: runs only for a token that may approve.)"
-                        if resolved == policy.ASK
-                        else ""
-                    ),
-                    input_schema=tool.parameters or {"type": "object", "properties": {}},
-                    annotations=types.ToolAnnotations(
-                        title=tool.display_name,
-                        read_only_hint=not tool.side_effects,
-                        destructive_hint=tool.side_effects,
-                        open_world_hint=toolset.id.startswith("mcp_") or toolset.id in ("web", "exa"),
-                    ),
-                )
+            listed = types.Tool(
+                name=qualified_name(toolset.id, tool.name),
+                title=f"{toolset.name}: {tool.display_name}",
+                description=tool.description + (ASK_NOTE if resolved == policy.ASK else ""),
+                input_schema=tool.parameters or {"type": "object", "properties": {}},
+                annotations=types.ToolAnnotations(
+                    title=tool.display_name,
+                    read_only_hint=not tool.side_effects,
+                    destructive_hint=tool.side_effects,
+                    open_world_hint=toolset.id.startswith("mcp_") or toolset.id in ("web", "exa"),
+                ),
             )
+            tools.append((listed, resolved))
     for agent_id, agent_state in agent_registry.availability(user_id, toolsets=available).items():
         if not agent_state.usable or not agents_scope or not app.exposes("mcp_server", "agents", agent_id):
             continue
         agent = agent_state.agent
-        tools.append(
-            types.Tool(
-                name=agent_tool_name(agent_id),
-                title=f"Agent: {agent.name}",
-                description=agent.description,
-                input_schema={
-                    "type": "object",
-                    "properties": {
-                        "task": {"type": "string", "description": "What the agent should do."},
-                        "context": {"type": "string", "description": "Anything it needs to know."},
-                    },
-                    "required": ["task"],
+        listed = types.Tool(
+            name=agent_tool_name(agent_id),
+            title=f"Agent: {agent.name}",
+            description=agent.description,
+            input_schema={
+                "type": "object",
+                "properties": {
+                    "task": {"type": "string", "description": "What the agent should do."},
+                    "context": {"type": "string", "description": "Anything it needs to know."},
                 },
-                annotations=types.ToolAnnotations(title=agent.name, read_only_hint=False, open_world_hint=True),
-            )
+                "required": ["task"],
+            },
+            annotations=types.ToolAnnotations(title=agent.name, read_only_hint=False, open_world_hint=True),
         )
+        tools.append((listed, ""))
     return tools
 
 
@@ -154,7 +175,7 @@ def _progress_token(ctx: Any) -> str | int | None:
     return token if isinstance(token, (str, int)) and not isinstance(token, bool) else None
 
 
-async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult | types.InputRequiredResult:
     caller = _caller(ctx)
     arguments = dict(params.arguments or {})
     token = _progress_token(ctx)
@@ -184,12 +205,8 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
 
     # What this token may call here (the list a client got): anything else is refused and
     # audited by the executor, as a model's call to a tool it was not offered is in the chat.
-    offered = {
-        tool.name
-        for tool in await sync_to_async(listed_tools)(
-            caller["user_id"], tools_scope=caller["tools"], agents_scope=caller["agents"]
-        )
-    }
+    offers = await sync_to_async(_offers)(caller["user_id"], tools_scope=caller["tools"], agents_scope=caller["agents"])
+    offered = {tool.name: resolved for tool, resolved in offers}
     agent = agent_registry.agent_for_tool(params.name, await sync_to_async(agent_registry.agents)())
     if agent is not None and params.name not in offered:
         return types.CallToolResult(
@@ -200,41 +217,342 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
         return types.CallToolResult(
             content=[types.TextContent(text=f"permission_denied: this token may not run {kind}.")], is_error=True
         )
+    client = _client_name(ctx, caller)
     if agent is not None:
-        return await _delegate(caller, agent, arguments, notify, _client_name(ctx, caller))
+        return await _delegate(caller, agent, arguments, notify, client)
+    approve: Any = None
+    if offered.get(params.name) == policy.ASK and not caller["can_approve"]:
+        asking = await _ask(ctx, params, caller, arguments, client)
+        if isinstance(asking, (types.InputRequiredResult, types.CallToolResult)):
+            return asking  # asking the client first, or a replayed answer refused
+        approve = asking
+    book = SourceBook()
     execution = await executor.execute(
         params.name,
         arguments,
         user_id=caller["user_id"],
         tool_call_id=f"mcp_{ctx.request_id}"[:200],
         pre_approved=caller["can_approve"],
+        approve=approve,
         progress=progress,
-        offered=offered,
+        sources=book,
+        offered=offered.keys(),
         offered_in="offered by this server",
-        client=_client_name(ctx, caller),
+        client=client,
     )
     if execution.error is not None:
         text = f"{execution.error.type}: {execution.error.message}"
-        if execution.error.type == "permission_denied" and execution.policy == policy.ASK:
+        if execution.error.type == "permission_denied" and execution.policy == policy.ASK and approve is None:
             text += (
-                " This tool asks for approval: call it with a token created with 'May approve' "
-                "(Toolsets → API tokens), or use it from a Tessera chat, where you can approve it."
+                " This tool asks for approval, and this client can show neither an approval form nor a "
+                "link to Tessera's approval page (MCP elicitation). Call it with a token created with "
+                "'May approve' (Toolsets → API tokens), or use it from a Tessera chat, where you can approve it."
             )
         if execution.error.details:
             text += "\n" + "\n".join(f"- {detail}" for detail in execution.error.details)
         return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
+    return _result(execution, caller["base_url"])
+
+
+def _result(execution: executor.Execution, base_url: str) -> types.CallToolResult:
+    """The executor's result as MCP content: an MCP toolset's own blocks (text, images, links),
+    or the JSON result as text; then the sources it was drawn from, as links a client can open."""
     result = execution.result
-    content: list[Any] = [
-        types.TextContent(
-            text=result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
+    content: list[Any] = []
+    structured: dict[str, Any] | None = None
+    if mcp_results.is_content_result(result):
+        for block in result.get("content") or []:
+            if isinstance(block, dict):
+                # Every block, with its audience kept: the client shows a user's block to its user
+                # and gives a model's block to its model, as Tessera's chat does.
+                audience = block.get("audience")
+                annotations = types.Annotations(audience=[audience]) if audience in ("user", "assistant") else None
+                for item in _block(block, base_url):
+                    content.append(item.model_copy(update={"annotations": annotations}) if annotations else item)
+        structured = result.get("structuredContent") if isinstance(result.get("structuredContent"), dict) else None
+    else:
+        content.append(
+            types.TextContent(
+                text=result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
+            )
         )
-    ]
+        structured = result if isinstance(result, dict) else None
+    if not content:
+        content.append(types.TextContent(text=""))
+    unlinked: list[str] = []
     for source in execution.sources:
-        url = source.get("url") or ""
-        if url.startswith(("http://", "https://")):
-            content.append(types.ResourceLink(uri=url, name=str(source.get("title") or url)[:200]))
-    structured = result if isinstance(result, dict) else None
+        url = _absolute(source.get("url") or "", base_url)
+        title = str(source.get("title") or url or "Source")[:200]
+        if url:
+            snippet = str(source.get("snippet") or "") or None
+            content.append(
+                types.ResourceLink(uri=url, name=title, title=f"[{source['n']}] {title}", description=snippet)
+            )
+        else:
+            # A Workspace item has no page of its own: its citation is its text.
+            line = f"[{source['n']}] {source.get('kind') or 'Source'}: {title}"
+            unlinked.append(line + (f" — {source['snippet']}" if source.get("snippet") else ""))
+    if unlinked:
+        content.append(types.TextContent(text="Sources:\n" + "\n".join(unlinked)))
     return types.CallToolResult(content=content, structured_content=structured, is_error=False)
+
+
+def _absolute(url: str, base_url: str) -> str:
+    """A source's link as a client can open it: a web link as it is, a page of this site (an
+    attached file) as an absolute URL of it; anything else is no link."""
+    if url.startswith(("http://", "https://")):
+        return url
+    if url.startswith("/") and not url.startswith("//"):
+        return base_url.rstrip("/") + url
+    return ""
+
+
+def _block(block: dict[str, Any], base_url: str) -> list[Any]:
+    """One stored MCP content block (toolsets.mcp.results) for an MCP client."""
+    kind = block.get("type")
+    if kind == "text":
+        return [types.TextContent(text=str(block.get("text") or ""))]
+    if kind == "image":
+        return [types.ImageContent(data=str(block.get("data") or ""), mime_type=str(block.get("mimeType") or ""))]
+    if kind == "audio":
+        return [types.AudioContent(data=str(block.get("data") or ""), mime_type=str(block.get("mimeType") or ""))]
+    if kind == "resource_link":
+        uri = str(block.get("uri") or "")
+        name = str(block.get("name") or uri)[:300]
+        server = str(block.get("server") or "")
+        if not uri.startswith(("http://", "https://")) and server.startswith("mcp_"):
+            # The resource lives on the server that linked it, which this client cannot reach:
+            # Tessera's page reads it there, with the user's own access.
+            path = reverse("toolsets:mcp_resource", args=[server.removeprefix("mcp_")]) + "?uri=" + quote(uri, safe="")
+            return [types.ResourceLink(uri=base_url.rstrip("/") + path, name=name, description=f"{uri} ({name})")]
+        if uri.startswith(("http://", "https://")):
+            return [types.ResourceLink(uri=uri, name=name, description=str(block.get("description") or "") or None)]
+        return [types.TextContent(text=f"Linked resource: {name} ({uri})")]
+    if kind == "resource":
+        return [types.TextContent(text=str(block.get("text") or f"A file: {block.get('uri') or ''}"))]
+    return [types.TextContent(text=str(block.get("text") or ""))]
+
+
+# ---- Ask tools: the client's own confirmation form, else Tessera's approval page ------------
+
+APPROVAL_FIELD = "approve"
+INPUT_KEY = "tessera_approval"
+STATE_PREFIX = "tessera:mcp:approval-state"
+
+
+def _approval_form() -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            APPROVAL_FIELD: {
+                "type": "boolean",
+                "title": "Approve this call",
+                "description": "Run the tool with these arguments (leave unticked to deny).",
+                "default": False,
+            },
+            "reason": {"type": "string", "title": "Reason for a denial (optional)", "maxLength": 500},
+        },
+        "required": [APPROVAL_FIELD],
+    }
+
+
+def _question(display_name: str, arguments: dict[str, Any]) -> str:
+    shown = json.dumps(arguments, ensure_ascii=False, sort_keys=True, default=str)
+    if len(shown) > 1500:
+        shown = shown[:1500] + "…"
+    return f"Tessera: allow {display_name} to run with these arguments?\n{shown}"
+
+
+def _capabilities(ctx: Any) -> tuple[bool, bool]:
+    """(form, url): the elicitation modes this client declared."""
+    found = getattr(ctx.session, "client_capabilities", None)
+    elicitation = getattr(found, "elicitation", None) if found is not None else None
+    if elicitation is None:
+        return False, False
+    form, url = elicitation.form, elicitation.url
+    # A client that declares elicitation without modes supports forms (the 2025-06-18 meaning).
+    return (form is not None or url is None), url is not None
+
+
+def _decision(response: Any) -> Decision:
+    """A client's answer to the confirmation form."""
+    action = getattr(response, "action", None)
+    content = getattr(response, "content", None) or {}
+    if action == "accept" and content.get(APPROVAL_FIELD) is True:
+        return Decision(True, outcome=approval_mod.APPROVED)
+    reason = content.get("reason") if action == "accept" else ""
+    reason = " ".join(str(reason or "").split())[: approval_mod.MAX_REASON]
+    return Decision(False, reason=reason if reason.isprintable() else "", outcome=approval_mod.DENIED)
+
+
+async def _ask(
+    ctx: Any, params: types.CallToolRequestParams, caller: dict[str, Any], arguments: dict[str, Any], client: str
+) -> Any:
+    """How this call's approval is asked for: an approver for the executor (None: nobody can be
+    asked, the call fails naming the ways that work), or, in the 2026-07-28 revision, the
+    `InputRequiredResult` that makes the client ask its user and send the call again."""
+    found = resolve(params.name)
+    if found is None or executor.validation_errors(found[1], arguments):
+        return None  # the executor says what is wrong; nobody is asked about a call that cannot run
+    toolset, tool = found
+    display_name = f"{toolset.label}: {tool.display_name}"
+    form, url = _capabilities(ctx)
+    redis = _redis()
+    if ctx.session.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        return await _ask_by_round_trip(ctx, params, caller, arguments, client, display_name, form, url, redis)
+    if not ctx.session.can_send_request or not (form or url):
+        return None
+    related = ctx.request_id
+
+    async def approve(request: ApprovalRequest) -> Decision:
+        if form:
+            try:
+                answer = await asyncio.wait_for(
+                    ctx.session.elicit_form(_question(display_name, arguments), _approval_form(), related),
+                    request.timeout_s,
+                )
+            except TimeoutError:
+                return Decision(False, outcome=approval_mod.TIMED_OUT)
+            return _decision(answer)
+        await approval_mod.open_request(
+            redis, request, chat_id=None, turn_id=None, user_id=caller["user_id"], client=client
+        )
+        try:
+            link = _review_url(caller["base_url"], request.id)
+            opened = await ctx.session.elicit_url(
+                f"Tessera: approve or deny {display_name} in your browser.", link, request.id, related
+            )
+            if opened.action != "accept":
+                return Decision(False, outcome=approval_mod.DENIED)
+            decision = await approval_mod.wait(redis, request)
+            try:
+                await ctx.session.send_elicit_complete(request.id, related)
+            except Exception:  # the answer counts even if the client no longer listens
+                log.debug("elicitation/complete could not be sent", exc_info=True)
+            return decision
+        finally:
+            await asyncio.shield(approval_mod.close(redis, request.id))
+
+    return approve
+
+
+async def _ask_by_round_trip(
+    ctx: Any,
+    params: types.CallToolRequestParams,
+    caller: dict[str, Any],
+    arguments: dict[str, Any],
+    client: str,
+    display_name: str,
+    form: bool,
+    url: bool,
+    redis: Any,
+) -> Any:
+    """The 2026-07-28 way (multi round-trip requests): the first call answers `input_required`;
+    the retry carries the client's answer and the state this server sealed (the SDK's boundary
+    checks it is ours, unexpired, for this tool, these arguments and this token). A state is
+    good for one retry: replaying an approval does not run the tool twice."""
+    state = _state(params.request_state)
+    responses = params.input_responses or {}
+    if state is not None and INPUT_KEY in responses:
+        fresh = await redis.set(f"{STATE_PREFIX}:{state['nonce']}", "1", nx=True, ex=3600)
+        if not fresh:
+            return _refusal("This approval was already used; call the tool again to be asked again.")
+        if state.get("approval_id"):
+            # The user answers on Tessera's page; the client's retry says only that they went there.
+            pending = approval_mod.ApprovalRequest(
+                toolset_id="",
+                tool="",
+                name=params.name,
+                display_name=display_name,
+                arguments=arguments,
+                timeout_s=0,
+                id=state["approval_id"],
+            )
+            meta = await redis.get(f"{approval_mod.PREFIX}:{pending.id}")
+            if meta is None:
+                decision = await _answered(redis, pending.id)
+            else:
+                pending.deadline = float(json.loads(meta).get("deadline") or 0)
+                try:
+                    decision = await approval_mod.wait(redis, pending)
+                finally:
+                    await asyncio.shield(approval_mod.close(redis, pending.id))
+        else:
+            decision = _decision(responses[INPUT_KEY])
+
+        async def answered(request: ApprovalRequest) -> Decision:
+            return decision
+
+        return answered
+    if not (form or url):
+        return None
+    nonce = secrets.token_urlsafe(16)
+    if form:
+        request = types.ElicitRequest(
+            params=types.ElicitRequestFormParams(
+                message=_question(display_name, arguments), requested_schema=_approval_form()
+            )
+        )
+        sealed = {"nonce": nonce}
+    else:
+        timeout_s = float((await sync_to_async(PolicySettings.load)()).approval_timeout_s)
+        toolset_id, _, tool_name = params.name.removeprefix("toolset__").partition("__")
+        pending = ApprovalRequest(
+            toolset_id=toolset_id,
+            tool=tool_name,
+            name=params.name,
+            display_name=display_name,
+            arguments=arguments,
+            timeout_s=timeout_s,
+            always_allowable=False,
+        )
+        await approval_mod.open_request(
+            redis, pending, chat_id=None, turn_id=None, user_id=caller["user_id"], client=client
+        )
+        request = types.ElicitRequest(
+            params=types.ElicitRequestURLParams(
+                message=f"Tessera: approve or deny {display_name} in your browser.",
+                url=_review_url(caller["base_url"], pending.id),
+                elicitation_id=pending.id,
+            )
+        )
+        sealed = {"nonce": nonce, "approval_id": pending.id}
+    return types.InputRequiredResult(input_requests={INPUT_KEY: request}, request_state=json.dumps(sealed))
+
+
+async def _answered(redis: Any, approval_id: str) -> Decision:
+    """An answer given after the request itself expired from Redis (the answer outlives it)."""
+    raw = await redis.get(f"{approval_mod.PREFIX}:{approval_id}:answer")
+    if not raw:
+        return Decision(False, outcome=approval_mod.TIMED_OUT)
+    data = json.loads(raw)
+    approved = bool(data.get("approved"))
+    return Decision(
+        approved, str(data.get("reason", "")), outcome=approval_mod.APPROVED if approved else approval_mod.DENIED
+    )
+
+
+def _state(raw: str | None) -> dict[str, Any] | None:
+    # Only ever plaintext this server sealed (the boundary rejects anything else before here).
+    try:
+        value = json.loads(raw) if raw else None
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) and isinstance(value.get("nonce"), str) else None
+
+
+def _refusal(text: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(text=f"permission_denied: {text}")], is_error=True)
+
+
+def _review_url(base_url: str, approval_id: str) -> str:
+    return base_url.rstrip("/") + reverse("chat:approval_review", args=[approval_id])
+
+
+def _redis() -> Any:
+    from .openai import _redis as shared
+
+    return shared()
 
 
 async def _delegate(
@@ -259,17 +577,13 @@ async def _delegate(
     brief = task + (f"\n\nContext:\n{context}" if context else "")
     conversation = api.Conversation(messages=[{"role": "user", "content": brief}], question=task)
     turn = await sync_to_async(api.start)(user, target, conversation, False, client)
-    seen: set[str] = set()
-    async for state in api.states(turn.pk, turn.chat_id):
-        # What the reader of the chat would see on the tool cards, as it changes.
-        for step in state.steps:
-            for card in step.cards:
-                label = f"{card.get('display_name') or card.get('name') or 'Tool'}: {card.get('summary') or ''}"
-                key = f"{step.index}:{card.get('dom_id')}:{label}"
-                if key not in seen:
-                    seen.add(key)
-                    await notify(label.rstrip(": "), None)
-    result = await sync_to_async(api.result_of)(turn.pk, None)
+    try:
+        await _follow(turn, notify)
+    except asyncio.CancelledError:
+        # The client cancelled the call (or went away): the agent stops as at Stop in the chat.
+        await asyncio.shield(sync_to_async(api.cancel)(turn.pk))
+        raise
+    result = await sync_to_async(api.result_of)(turn.pk, None, caller["base_url"])
     if result.failed:
         return types.CallToolResult(
             content=[types.TextContent(text=f"execution_error: {agent.name} could not finish: {result.error}")],
@@ -281,15 +595,59 @@ async def _delegate(
     )
 
 
+async def _follow(turn: Any, notify: Any) -> None:
+    """What the reader of the chat would see on the tool cards, as it changes, as progress."""
+    from . import openai as api
+
+    seen: set[str] = set()
+    async for state in api.states(turn.pk, turn.chat_id):
+        # What the reader of the chat would see on the tool cards, as it changes.
+        for step in state.steps:
+            for card in step.cards:
+                label = f"{card.get('display_name') or card.get('name') or 'Tool'}: {card.get('summary') or ''}"
+                key = f"{step.index}:{card.get('dom_id')}:{label}"
+                if key not in seen:
+                    seen.add(key)
+                    await notify(label.rstrip(": "), None)
+
+
 server: Server[Any] = Server(
     "Tessera", version="1.0", instructions=INSTRUCTIONS, on_list_tools=list_tools, on_call_tool=call_tool
 )
 
 
+def _principal_of(caller: dict[str, Any]) -> str:
+    """Who is calling: an API token, or an OAuth client (its tokens refresh; the client stays)."""
+    who = f"token:{caller['token_id']}" if caller.get("token_id") else f"oauth:{caller.get('oauth_client', '')}"
+    return f"{who}:user:{caller['user_id']}"
+
+
+def _principal(ctx: Any) -> str | None:
+    """Whose round trip a sealed request state belongs to: the caller (and its user)."""
+    return _principal_of(_caller(ctx))
+
+
+# The state of an ask tool's round trip, sealed with a key of this installation (every web
+# process shares it), so a retry may reach any process and nobody can forge an approval.
+server.middleware.append(
+    RequestStateBoundary(
+        RequestStateSecurity(
+            keys=[hashlib.sha256(b"tessera/mcp/request-state:" + settings.SECRET_KEY.encode()).hexdigest()],
+            bind_principal=_principal,
+            ttl=3600,
+        ),
+        default_audience="tessera-mcp",
+    )
+)
+
+
 class Endpoint:
     """The ASGI app at /mcp: checks the switch, the host and origin and the token, then hands the
-    request to the SDK's stateless session manager (started on first use: Daphne runs no ASGI
-    lifespan)."""
+    request to the SDK's session manager (started on first use: Daphne runs no ASGI lifespan).
+
+    2026-07-28 requests are stateless. A handshake-era client gets a session (held by this
+    process, owned by its token): the one way that era lets the server ask the client something
+    during a call, which an ask tool's confirmation needs."""
 
     def __init__(self) -> None:
         self.manager: StreamableHTTPSessionManager | None = None
@@ -299,7 +657,7 @@ class Endpoint:
     async def _ready(self) -> StreamableHTTPSessionManager:
         async with self._lock:
             if self.manager is None:
-                manager = StreamableHTTPSessionManager(app=server, stateless=True, json_response=False)
+                manager = StreamableHTTPSessionManager(app=server, stateless=False, json_response=False)
                 started = asyncio.Event()
 
                 async def run() -> None:
@@ -342,9 +700,56 @@ class Endpoint:
                 [(b"www-authenticate", header.encode("latin-1"))],
             )
             return
-        scope = {**scope, SCOPE_KEY: caller}
+        # Links a client opens (approval page, files, resources) point back here.
+        oauth.use_forwarded_scheme(request)
+        caller["base_url"] = request.build_absolute_uri("/")
+        # The SDK binds a handshake-era session to the principal that opened it: another token
+        # presenting its id is answered as if it did not exist.
+        principal = AccessToken(token="-", client_id=_principal_of(caller), scopes=[], subject=str(caller["user_id"]))
+        scope = {**scope, SCOPE_KEY: caller, "user": AuthenticatedUser(principal)}
         manager = await self._ready()
-        await manager.handle_request(scope, receive, send)
+        await manager.handle_request(scope, receive, _json_rpc_errors(send))
+
+
+def _json_rpc_errors(send: Any) -> Any:
+    """The SDK answers some refusals at the HTTP level in plain text or with no body at all
+    (a wrong Content-Type, Accept or method): a client's library reads JSON-RPC errors, so those
+    become one, with the same status and headers."""
+    held: dict[str, Any] | None = None
+    body = b""
+
+    async def wrapped(message: dict[str, Any]) -> None:
+        nonlocal held, body
+        if message["type"] == "http.response.start":
+            headers = {k.lower(): v for k, v in message.get("headers") or []}
+            if message["status"] >= 400 and not headers.get(b"content-type", b"").startswith(b"application/json"):
+                held = message
+                return
+        elif message["type"] == "http.response.body" and held is not None:
+            body += message.get("body", b"")
+            if message.get("more_body"):
+                return
+            text = body.decode("utf-8", "replace").strip()[:500] or HTTPStatus(held["status"]).phrase
+            shaped = error_body("/mcp", text)
+            kept = [
+                (k, v) for k, v in held.get("headers") or [] if k.lower() not in (b"content-type", b"content-length")
+            ]
+            await send(
+                {
+                    **held,
+                    "headers": [
+                        *kept,
+                        (b"content-type", b"application/json"),
+                        (b"content-length", str(len(shaped)).encode()),
+                    ],
+                }
+            )
+            held = None
+            await send({"type": "http.response.body", "body": shaped})
+            return
+        await send(message)
+
+    return wrapped
 
 
 def _authenticate(request: ASGIRequest) -> dict[str, Any] | None:
@@ -384,7 +789,8 @@ def _host_allowed(scope: dict[str, Any]) -> bool:
 
 
 async def _json(send: Any, status: int, message: str, headers: list[tuple[bytes, bytes]] | None = None) -> None:
-    body = json.dumps({"error": message}).encode()
+    # A JSON-RPC error without an id, as the SDK answers what it refuses before any method runs.
+    body = error_body("/mcp", message)
     await send(
         {
             "type": "http.response.start",

@@ -38,8 +38,11 @@ from django.views.decorators.csrf import csrf_exempt
 from core import strictjson
 from core.redis_client import async_client
 from toolsets.auth import token_from
+from toolsets.base import qualified_name
 from toolsets.models import ApiToken, ToolExecution
+from toolsets.registry import resolve
 
+from .. import citations, summaries
 from .. import selection as sel
 from ..agents import AgentSpec
 from ..agents import registry as agent_registry
@@ -47,6 +50,7 @@ from ..events import group_name
 from ..exchanges import start_turn, title_from
 from ..live import LiveTurn
 from ..models import AppSettings, Chat, LLMModel, Message, Turn, UserChatDefaults
+from ..presenters.cards import tool_display_name
 from .schema import Conversation, RequestError, parse
 
 DEFAULT_MODEL = "tessera"
@@ -110,6 +114,16 @@ async def _user(request: HttpRequest) -> tuple[Any, ApiToken | None, JsonRespons
 
 
 @csrf_exempt
+async def not_found(request: HttpRequest) -> HttpResponse:
+    return error(
+        404,
+        f"There is no endpoint {request.path!r}: this server has GET /v1/models and POST /v1/chat/completions.",
+        "invalid_request_error",
+        code="unknown_url",
+    )
+
+
+@csrf_exempt
 async def models(request: HttpRequest) -> HttpResponse:
     if request.method != "GET":
         return error(405, "Use GET.", "invalid_request_error")
@@ -168,14 +182,24 @@ async def completions(request: HttpRequest) -> HttpResponse | StreamingHttpRespo
     if body.get("stream"):
         usage = bool((body.get("stream_options") or {}).get("include_usage"))
         response = StreamingHttpResponse(
-            _stream(turn, target.id, completion_id, created, usage), content_type="text/event-stream"
+            _stream(
+                turn, target.id, completion_id, created, usage, request.build_absolute_uri("/"), stop_on_close=not save
+            ),
+            content_type="text/event-stream",
         )
         response["Cache-Control"] = "no-cache"
         response["X-Accel-Buffering"] = "no"  # a proxy must pass events on as they come
         return response
-    async for _ in states(turn.pk, turn.chat_id):
-        pass
-    result = await sync_to_async(result_of)(turn.pk, conversation)
+    try:
+        async for _ in states(turn.pk, turn.chat_id):
+            pass
+    except asyncio.CancelledError:
+        # The caller hung up: unless the conversation is kept in the chat list, nobody will read
+        # the answer, so the turn stops as at Stop.
+        if not save:
+            await asyncio.shield(sync_to_async(cancel)(turn.pk))
+        raise
+    result = await sync_to_async(result_of)(turn.pk, conversation, request.build_absolute_uri("/"))
     if result.failed:
         status, type_ = _failure(result.error_kind)
         return error(status, result.error or "The turn failed.", type_, code=result.error_kind or None)
@@ -303,6 +327,14 @@ async def states(turn_id: int, chat_id: int) -> AsyncIterator[LiveTurn]:
         await layer.group_discard(group, channel)
 
 
+def cancel(turn_id: int) -> None:
+    """The caller went away or cancelled: the turn stops as at Stop in the chat (blocking)."""
+    from .. import live
+
+    if not Turn.cancel_if_queued(turn_id):
+        live.request_cancel(turn_id)
+
+
 async def _active(turn_id: int) -> bool:
     status = await Turn.objects.filter(pk=turn_id).values_list("status", flat=True).afirst()
     return status in Turn.ACTIVE
@@ -348,15 +380,33 @@ def _failure(error_kind: str) -> tuple[int, str]:
     return 502, "api_error"
 
 
-async def _stream(turn: Turn, model: str, completion_id: str, created: int, usage: bool) -> AsyncIterator[bytes]:
+async def _stream(
+    turn: Turn,
+    model: str,
+    completion_id: str,
+    created: int,
+    usage: bool,
+    base_url: str = "",
+    *,
+    stop_on_close: bool = True,
+) -> AsyncIterator[bytes]:
     yield _chunk(completion_id, created, model, {"role": "assistant", "content": ""}, None)
     sent: dict[int, int] = {}
     order: list[int] = []
-    async for state in states(turn.pk, turn.chat_id):
-        text = _delta(state, sent, order)
-        if text:
-            yield _chunk(completion_id, created, model, {"content": text}, None)
-    result = await sync_to_async(result_of)(turn.pk, None)
+    finished = False
+    try:
+        async for state in states(turn.pk, turn.chat_id):
+            text = _delta(state, sent, order)
+            if text:
+                yield _chunk(completion_id, created, model, {"content": text}, None)
+        finished = True
+    finally:
+        if not finished and stop_on_close:
+            # The caller closed the stream and the conversation is in no chat list: nobody will
+            # read the rest, so the turn stops as at Stop. A kept one runs on, as a chat does
+            # when its page is closed.
+            await asyncio.shield(sync_to_async(cancel)(turn.pk))
+    result = await sync_to_async(result_of)(turn.pk, None, base_url)
     if result.failed:
         problem = {
             "message": result.error or "The turn failed.",
@@ -396,8 +446,23 @@ class Result:
     error_kind: str = ""
 
 
-def result_of(turn_id: int, conversation: Conversation | None) -> Result:
-    """The finished turn as OpenAI's response has it (blocking: from a thread)."""
+def _summary(execution: ToolExecution) -> str:
+    found = resolve(qualified_name(execution.toolset, execution.tool))
+    if execution.status == ToolExecution.Status.SUCCESS:
+        return summaries.summarize(found[1] if found else None, execution.result)
+    return summaries.summarize_error(execution.error) if execution.error else execution.status
+
+
+def _absolute(url: str, base_url: str) -> str:
+    """A source's link as a caller elsewhere can open it (a page of this site made absolute)."""
+    if url.startswith("/") and not url.startswith("//") and base_url:
+        return base_url.rstrip("/") + url
+    return url
+
+
+def result_of(turn_id: int, conversation: Conversation | None, base_url: str = "") -> Result:
+    """The finished turn as OpenAI's response has it (blocking: from a thread). `base_url`
+    makes links to this site's pages absolute."""
     turn = Turn.objects.get(pk=turn_id)
     answers = list(
         Message.objects.filter(turn_id=turn_id, lane="", role=Message.Role.ASSISTANT)
@@ -417,13 +482,33 @@ def result_of(turn_id: int, conversation: Conversation | None) -> Result:
     content = "\n\n".join(m.content for m in answers if m.content.strip())
     prompt = int((turn.usage or {}).get("prompt_tokens", 0))
     completion = int((turn.usage or {}).get("completion_tokens", 0))
-    executions = ToolExecution.objects.filter(turn_id=turn_id).order_by("id")
+    executions = list(ToolExecution.objects.filter(turn_id=turn_id).order_by("id"))
     extension = {
         "chat_id": turn.chat_id,
         "turn_id": turn.pk,
+        # What the chat's tool cards would say about each server-side call.
         "tool_calls": [
-            {"toolset": e.toolset, "tool": e.tool, "status": e.status, "duration_ms": e.duration_ms, "lane": e.lane}
-            for e in executions.only("toolset", "tool", "status", "duration_ms", "lane")
+            {
+                "toolset": e.toolset,
+                "tool": e.tool,
+                "name": tool_display_name(qualified_name(e.toolset, e.tool)),
+                "status": e.status,
+                "summary": _summary(e),
+                "duration_ms": e.duration_ms,
+                "lane": e.lane,
+            }
+            for e in executions
+        ],
+        # The sources the answer's [n] citations refer to, numbered as in the chat.
+        "sources": [
+            {
+                "n": s["n"],
+                "title": s["title"],
+                "url": _absolute(s.get("url") or "", base_url),
+                "kind": s.get("kind", ""),
+                "snippet": s.get("snippet", ""),
+            }
+            for s in citations.from_executions(executions)
         ],
     }
     failed = turn.status not in (Turn.Status.COMPLETED,) and not (turn.status == Turn.Status.CANCELLED and content)

@@ -119,3 +119,62 @@ def test_answers_need_csrf_and_a_login(user: Any, demo_model: Any) -> None:
     assert Client().post(f"/approvals/{request.id}/", {"decision": "approve"}).status_code == 302
     assert logged_in(user).get(f"/approvals/{request.id}/").status_code == 405
     assert answer_of(request) is None
+
+
+def mcp_waiting(user: Any) -> ApprovalRequest:
+    """An MCP client's call waiting on the approval page: no chat, no turn."""
+    request = ApprovalRequest(
+        "clock_math",
+        "calculate",
+        "toolset__clock_math__calculate",
+        "Clock & math: Calculate",
+        {"expression": "<b>1</b>"},
+        60,
+    )
+
+    async def open_it() -> None:
+        client = redis.asyncio.from_url(settings.REDIS_URL)
+        await approval.open_request(client, request, chat_id=None, turn_id=None, user_id=user.pk, client="mcp: Zed")
+        await client.aclose()
+
+    asyncio.run(open_it())
+    return request
+
+
+def test_the_approval_page_shows_the_call_and_takes_one_valid_answer(user: Any) -> None:
+    request = mcp_waiting(user)
+    client = logged_in(user, csrf=True)
+    page = client.get(f"/approvals/{request.id}/review/")
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert "Zed" in text and "Clock &amp; math: Calculate" in text
+    assert "&lt;b&gt;1&lt;/b&gt;" in text and "<b>1</b>" not in text  # arguments are shown, never rendered
+    token = page.cookies["csrftoken"].value
+    # No CSRF token: refused (a page on another site cannot approve for the user).
+    assert client.post(f"/approvals/{request.id}/review/", {"decision": "approve"}).status_code == 403
+    bad = client.post(f"/approvals/{request.id}/review/", {"decision": "maybe", "csrfmiddlewaretoken": token})
+    assert bad.status_code == 400 and "Choose Approve or Deny" in bad.content.decode()
+    long = client.post(
+        f"/approvals/{request.id}/review/", {"decision": "deny", "reason": "x" * 501, "csrfmiddlewaretoken": token}
+    )
+    assert long.status_code == 400 and answer_of(request) is None
+    # "Always allow in this chat" means nothing without a chat: ignored.
+    done = client.post(
+        f"/approvals/{request.id}/review/", {"decision": "approve", "always": "1", "csrfmiddlewaretoken": token}
+    )
+    assert done.status_code == 200 and "Approved." in done.content.decode()
+    assert answer_of(request) == {"approved": True, "reason": "", "always": False}
+    again = client.post(f"/approvals/{request.id}/review/", {"decision": "deny", "csrfmiddlewaretoken": token})
+    assert again.status_code == 409 and answer_of(request)["approved"] is True  # type: ignore[index]
+
+
+def test_the_approval_page_is_nobody_elses(user: Any, other_user: Any) -> None:
+    request = mcp_waiting(user)
+    stranger = logged_in(other_user)
+    assert stranger.get(f"/approvals/{request.id}/review/").status_code == 404
+    assert stranger.post(f"/approvals/{request.id}/review/", {"decision": "approve"}).status_code == 404
+    assert stranger.post(f"/approvals/{request.id}/", {"decision": "approve"}).status_code == 404
+    assert Client().get(f"/approvals/{request.id}/review/").status_code == 302  # sign in first
+    assert logged_in(user).put(f"/approvals/{request.id}/review/").status_code == 405
+    assert logged_in(user).get("/approvals/not-an-id!/review/").status_code == 404
+    assert answer_of(request) is None

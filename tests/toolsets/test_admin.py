@@ -59,3 +59,17 @@ def test_policy_settings_is_one_row(admin_client: Client) -> None:
     PolicySettings(approval_timeout_s=120).save()
     assert admin_client.get("/admin/toolsets/policysettings/add/").status_code == 403
     assert PolicySettings.load().approval_timeout_s == 120
+
+
+def test_the_audit_log_filters_by_client(admin_client: Client, user: Any) -> None:
+    from toolsets.models import ToolExecution
+
+    for client, tool in (("mcp: Claude Desktop", "calculate"), ("openai: token script", "current_time"), ("", "web")):
+        ToolExecution.objects.create(user=user, toolset="clock_math", tool=tool, client=client, tool_call_id=tool)
+    page = admin_client.get("/admin/toolsets/toolexecution/")
+    html = page.content.decode()
+    # The filter offers each client seen.
+    assert "?client=mcp%3A+Claude+Desktop" in html and "?client=openai%3A+token+script" in html
+    mcp = admin_client.get("/admin/toolsets/toolexecution/", {"client": "mcp: Claude Desktop"}).content.decode()
+    assert "1 tool execution" in mcp and 'class="field-tool">calculate' in mcp
+    assert 'class="field-tool">current_time' not in mcp

@@ -73,9 +73,19 @@ def _answer_key(approval_id: str) -> str:
     return f"{PREFIX}:{approval_id}:answer"
 
 
-async def open_request(redis: Any, request: ApprovalRequest, *, chat_id: int, turn_id: int, user_id: int) -> None:
+async def open_request(
+    redis: Any,
+    request: ApprovalRequest,
+    *,
+    chat_id: int | None,
+    turn_id: int | None,
+    user_id: int,
+    client: str = "",
+) -> None:
+    """Opens the request. A chat's call names its chat and turn; an MCP client's call has
+    neither and names the client instead (its approval page says who is asking)."""
     request.deadline = time.time() + request.timeout_s
-    meta = {"chat_id": chat_id, "turn_id": turn_id, "user_id": user_id, **asdict(request)}
+    meta = {"chat_id": chat_id, "turn_id": turn_id, "user_id": user_id, "client": client, **asdict(request)}
     await redis.set(_key(request.id), json.dumps(meta, default=str), ex=int(request.timeout_s) + 120)
 
 

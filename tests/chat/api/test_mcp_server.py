@@ -4,6 +4,7 @@ against the real stack, in both eras: the 2026-07-28 stateless revision and the 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -34,12 +35,12 @@ def token(user: Any) -> str:
     return ApiToken.issue(user, "desktop")[1]
 
 
-def _run(stack: Any, token: str, mode: str, work: Callable[[Client], Awaitable[Any]]) -> Any:
+def _run(stack: Any, token: str, mode: str, work: Callable[[Client], Awaitable[Any]], **options: Any) -> Any:
     async def main() -> Any:
         async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60) as http:
             transport = streamable_http_client(f"{stack.url}/mcp", http_client=http)
             async with Client(
-                transport, mode=mode, client_info=types.Implementation(name="Test Desktop", version="1")
+                transport, mode=mode, client_info=types.Implementation(name="Test Desktop", version="1"), **options
             ) as client:  # type: ignore[arg-type]
                 return await work(client)
 
@@ -80,8 +81,8 @@ def test_a_call_goes_through_the_executor_and_is_audited_with_the_clients_name(
     assert result.structured_content is not None
     record = ToolExecution.objects.get(user=user, tool="calculate")
     assert record.status == "success"
-    # The client's own name when the request carries it (every 2026 request does), else the token's.
-    assert record.client == ("mcp: Test Desktop" if mode == "auto" else "mcp: token desktop")
+    # The client's own name: every 2026 request carries it, a handshake-era session said it once.
+    assert record.client == "mcp: Test Desktop"
 
 
 def test_bad_arguments_and_unknown_tools_are_error_results(stack: Any, switched_on: None, token: str) -> None:
@@ -130,7 +131,7 @@ def test_an_agent_runs_in_a_worker_and_reports_progress(
     assert not result.is_error, result.content
     assert result.content[0].text
     run = ToolExecution.objects.get(user=user, toolset="workspace", tool="list_tasks")
-    assert run.status == "success" and run.client == "mcp: token desktop"
+    assert run.status == "success" and run.client == "mcp: Test Desktop"
     # What the chat's tool cards would say, as notifications.
     assert any("task" in text.lower() for text in messages), messages
 
@@ -204,3 +205,387 @@ def test_groups_decide_what_a_client_sees_as_in_the_chat(stack: Any, switched_on
     assert not any(n.startswith("toolset__clock_math__") for n in _run(stack, token, "auto", listing))
     user.groups.add(staff)  # a membership change counts from the next request
     assert "toolset__clock_math__calculate" in _run(stack, token, "auto", listing)
+
+
+# ---- Ask tools: the client's confirmation form, Tessera's approval page, or a clear refusal ----
+
+
+def _ask_policy() -> None:
+    ToolRule.objects.create(toolset_id="clock_math", tool="calculate", policy="ask")
+
+
+def _approval(user: Any) -> ToolExecution:
+    return ToolExecution.objects.get(user=user, tool="calculate")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_ask_tool_is_confirmed_through_the_clients_own_form(
+    stack: Any, switched_on: None, token: str, user: Any, mode: str
+) -> None:
+    _ask_policy()
+    asked: list[Any] = []
+
+    async def approve(context: Any, params: Any) -> types.ElicitResult:
+        asked.append(params)
+        return types.ElicitResult(action="accept", content={"approve": True})
+
+    async def work(client: Client) -> Any:
+        return await client.call_tool("toolset__clock_math__calculate", {"expression": "6 * 7"})
+
+    result = _run(stack, token, mode, work, elicitation_callback=approve)
+    assert not result.is_error, result.content
+    assert "42" in result.content[0].text
+    # One form, naming the tool and its arguments.
+    assert len(asked) == 1 and asked[0].mode == "form"
+    assert "Calculate" in asked[0].message and "6 * 7" in asked[0].message
+    assert asked[0].requested_schema["properties"]["approve"]["type"] == "boolean"
+    record = _approval(user)
+    assert (record.status, record.policy, record.approval, record.client) == (
+        "success",
+        "ask",
+        "approved",
+        "mcp: Test Desktop",
+    )
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_denial_in_the_clients_form_stops_the_call_and_is_audited(
+    stack: Any, switched_on: None, token: str, user: Any, mode: str
+) -> None:
+    _ask_policy()
+
+    async def deny(context: Any, params: Any) -> types.ElicitResult:
+        return types.ElicitResult(action="accept", content={"approve": False, "reason": "not now"})
+
+    async def work(client: Client) -> Any:
+        return await client.call_tool("toolset__clock_math__calculate", {"expression": "6 * 7"})
+
+    result = _run(stack, token, mode, work, elicitation_callback=deny)
+    assert result.is_error and "denied" in result.content[0].text and "not now" in result.content[0].text
+    record = _approval(user)
+    assert (record.status, record.approval, record.error_type) == ("error", "denied", "permission_denied")
+
+
+def test_a_forged_or_replayed_approval_runs_nothing(stack: Any, switched_on: None, token: str, user: Any) -> None:
+    """The 2026 round trip: the answer travels with state this server sealed, good once, for this
+    tool, these arguments and this token."""
+    _ask_policy()
+    approved: dict[str, Any] = {"tessera_approval": types.ElicitResult(action="accept", content={"approve": True})}
+
+    async def work(client: Client) -> Any:
+        session = client.session
+        first = await session.call_tool(
+            "toolset__clock_math__calculate", {"expression": "1 + 1"}, allow_input_required=True
+        )
+        assert isinstance(first, types.InputRequiredResult) and first.request_state
+        # No state at all: the client cannot approve on its own.
+        forged = await session.call_tool(
+            "toolset__clock_math__calculate",
+            {"expression": "1 + 1"},
+            input_responses=approved,
+            allow_input_required=True,
+        )
+        # The state of another call (other arguments) is refused by the SDK's boundary.
+        try:
+            await session.call_tool(
+                "toolset__clock_math__calculate",
+                {"expression": "2 + 2"},
+                input_responses=approved,
+                request_state=first.request_state,
+                allow_input_required=True,
+            )
+            moved = None
+        except Exception as exc:
+            moved = exc
+        good = await session.call_tool(
+            "toolset__clock_math__calculate",
+            {"expression": "1 + 1"},
+            input_responses=approved,
+            request_state=first.request_state,
+            allow_input_required=True,
+        )
+        replayed = await session.call_tool(
+            "toolset__clock_math__calculate",
+            {"expression": "1 + 1"},
+            input_responses=approved,
+            request_state=first.request_state,
+            allow_input_required=True,
+        )
+        return forged, moved, good, replayed
+
+    async def never(context: Any, params: Any) -> types.ElicitResult:
+        raise AssertionError("driven by hand")
+
+    forged, moved, good, replayed = _run(stack, token, "auto", work, elicitation_callback=never)
+    assert isinstance(forged, types.InputRequiredResult)  # asked again, nothing ran
+    assert moved is not None and "requestState" in str(moved)
+    assert isinstance(good, types.CallToolResult) and not good.is_error and "2" in _text(good)
+    assert isinstance(replayed, types.CallToolResult) and replayed.is_error and "already used" in _text(replayed)
+    assert ToolExecution.objects.filter(user=user, tool="calculate", status="success").count() == 1
+
+
+def _text(result: Any) -> str:
+    return str(result.content[0].text)
+
+
+def _url_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A client that can open links but shows no forms (the official client declares both)."""
+    from mcp.client.session import ClientSession
+
+    build = ClientSession._build_capabilities
+
+    def url_only(self: Any, version: str) -> types.ClientCapabilities:
+        found = build(self, version)
+        if found.elicitation is not None:
+            found.elicitation = types.ElicitationCapability(url=types.UrlElicitationCapability())
+        return found
+
+    monkeypatch.setattr(ClientSession, "_build_capabilities", url_only)
+
+
+def _signed_in(user: Any) -> dict[str, str]:
+    from django.test import Client as DjangoClient
+
+    browser = DjangoClient()
+    browser.force_login(user)
+    return {"sessionid": browser.cookies["sessionid"].value}
+
+
+async def _answer_on_the_page(stack: Any, cookies: dict[str, str], url: str, decision: str) -> httpx.Response:
+    """What the user does in the browser: open the page, press a button."""
+    import re
+
+    async with httpx.AsyncClient(cookies=cookies, timeout=30) as browser:
+        page = await browser.get(url)
+        assert page.status_code == 200, page.text
+        assert "Calculate" in page.text and "Test Desktop" in page.text
+        csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text)
+        assert csrf is not None
+        return await browser.post(
+            url,
+            data={"csrfmiddlewaretoken": csrf.group(1), "decision": decision},
+            headers={"Referer": url, "Origin": stack.url},
+        )
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_client_without_forms_sends_its_user_to_the_approval_page(
+    stack: Any, switched_on: None, token: str, user: Any, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _ask_policy()
+    _url_only(monkeypatch)
+    cookies = _signed_in(user)
+    opened: list[str] = []
+
+    async def open_link(context: Any, params: Any) -> types.ElicitResult:
+        assert params.mode == "url"
+        opened.append(params.url)
+        answered = await _answer_on_the_page(stack, cookies, params.url, "approve")
+        assert answered.status_code == 200 and "Approved" in answered.text
+        return types.ElicitResult(action="accept")
+
+    async def work(client: Client) -> Any:
+        return await client.call_tool("toolset__clock_math__calculate", {"expression": "6 * 7"})
+
+    result = _run(stack, token, mode, work, elicitation_callback=open_link)
+    assert not result.is_error, result.content
+    assert "42" in result.content[0].text
+    assert len(opened) == 1 and opened[0].startswith(f"{stack.url}/approvals/") and opened[0].endswith("/review/")
+    assert (_approval(user).approval, _approval(user).status) == ("approved", "success")
+    # Answered: the page says so, and nobody can answer again.
+    again = httpx.get(opened[0], cookies=cookies, timeout=30)
+    assert again.status_code == 404 and "no longer waiting" in again.text
+
+
+def test_the_approval_page_is_only_its_users(
+    stack: Any, switched_on: None, token: str, user: Any, other_user: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _ask_policy()
+    _url_only(monkeypatch)
+    mallory = _signed_in(other_user)
+    seen: list[int] = []
+
+    async def someone_else(context: Any, params: Any) -> types.ElicitResult:
+        async with httpx.AsyncClient(cookies=mallory, timeout=30) as browser:
+            seen.append((await browser.get(params.url)).status_code)
+        async with httpx.AsyncClient(timeout=30) as stranger:
+            seen.append((await stranger.get(params.url)).status_code)
+        return types.ElicitResult(action="decline")
+
+    async def work(client: Client) -> Any:
+        return await client.call_tool("toolset__clock_math__calculate", {"expression": "6 * 7"})
+
+    result = _run(stack, token, "legacy", work, elicitation_callback=someone_else)
+    assert seen == [404, 302]  # another user learns nothing; a stranger is sent to sign in
+    assert result.is_error and "denied" in result.content[0].text
+    assert _approval(user).approval == "denied"
+
+
+def test_a_client_that_cannot_ask_gets_an_error_naming_the_ways_that_work(
+    stack: Any, switched_on: None, token: str, user: Any
+) -> None:
+    _ask_policy()
+
+    async def work(client: Client) -> Any:
+        return await client.call_tool("toolset__clock_math__calculate", {"expression": "2 + 2"})
+
+    for mode in MODES:
+        refused = _run(stack, token, mode, work)
+        assert refused.is_error and "May approve" in refused.content[0].text
+        assert "elicitation" in refused.content[0].text
+    assert set(ToolExecution.objects.filter(user=user, tool="calculate").values_list("error_type", flat=True)) == {
+        "permission_denied"
+    }
+
+
+# ---- Progress, cancellation and sources on plain tool calls --------------------------------
+
+
+@pytest.fixture
+def test_server(transactional_db: Any) -> Any:
+    """Tessera's own test MCP server (tests/toolsets/mcp/server.py), added as a toolset: its
+    tools report progress, sleep until cancelled, and link resources of their own."""
+    import sys
+
+    from tests.toolsets.mcp.conftest import SERVER, register
+
+    server = register(
+        name="Test server", slug="t1", transport="stdio", command=sys.executable, args=[str(SERVER)], timeout_s=30
+    )
+    # Tools of an MCP server ask before they run unless they say they only read: these may run.
+    for tool in ("steps", "slow", "linked", "picture", "audiences"):
+        ToolRule.objects.create(toolset_id="mcp_t1", tool=tool, policy="auto")
+    return server
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_plain_tool_call_relays_the_tools_progress(
+    stack: Any, switched_on: None, token: str, test_server: Any, mode: str
+) -> None:
+    messages: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        messages.append((progress, total, message))
+
+    async def work(client: Client) -> Any:
+        return await client.call_tool("toolset__mcp_t1__steps", {"count": 3}, progress_callback=on_progress)
+
+    result = _run(stack, token, mode, work)
+    assert not result.is_error, result.content
+    texts = [message for _, _, message in messages]
+    assert [t for t in texts if t and t.startswith("Step ")] == ["Step 1 of 3", "Step 2 of 3", "Step 3 of 3"], texts
+    # Progress only grows, as the specification requires.
+    values = [progress for progress, _, _ in messages]
+    assert values == sorted(values) and len(set(values)) == len(values)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_cancelled_call_stops_the_tool_and_is_audited(
+    stack: Any, switched_on: None, token: str, user: Any, test_server: Any, mode: str, tmp_path: Any
+) -> None:
+    import anyio
+
+    marker = tmp_path / f"cancelled-{mode}"
+
+    async def work(client: Client) -> Any:
+        running = anyio.Event()
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            if message == "Sleeping":
+                running.set()  # the MCP server is inside the tool
+
+        async with anyio.create_task_group() as group:
+
+            async def call() -> None:
+                await client.call_tool(
+                    "toolset__mcp_t1__slow", {"seconds": 60, "marker": str(marker)}, progress_callback=on_progress
+                )
+
+            group.start_soon(call)
+            with anyio.fail_after(20):
+                await running.wait()
+            group.cancel_scope.cancel()  # the client gives up on the call
+        return None
+
+    started = time.monotonic()
+    _run(stack, token, mode, work)
+    assert time.monotonic() - started < 30
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and not marker.exists():
+        time.sleep(0.2)
+    # The MCP server that ran the tool was told to stop (it wrote its marker)…
+    assert marker.exists() and marker.read_text() == "cancelled"
+    # …and the audit log says the call was cancelled.
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        record = ToolExecution.objects.get(user=user, tool="slow")
+        if record.status != "running":
+            break
+        time.sleep(0.2)
+    assert (record.status, record.client) == ("cancelled", "mcp: Test Desktop")
+
+
+def test_a_cancelled_agent_stops_its_turn(
+    stack: Any, switched_on: None, token: str, user: Any, demo_model: Any
+) -> None:
+    import anyio
+
+    from chat.models import Turn
+
+    async def work(client: Client) -> Any:
+        with anyio.move_on_after(2):
+            await client.call_tool(
+                "delegate_to_general", {"task": "[demo:slow] Explain the history of the web in detail."}
+            )
+
+    _run(stack, token, "legacy", work)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        turn = Turn.objects.filter(chat__owner=user).first()
+        if turn is not None and turn.status not in Turn.ACTIVE:
+            break
+        time.sleep(0.2)
+    assert turn is not None and turn.status == Turn.Status.CANCELLED
+
+
+def test_sources_of_any_kind_become_links_a_client_can_open(
+    stack: Any, switched_on: None, token: str, user: Any, test_server: Any
+) -> None:
+    from toolsets.workspace.sample_data import seed_for_user
+
+    seed_for_user(user)
+
+    async def work(client: Client) -> Any:
+        tasks = await client.call_tool("toolset__workspace__list_tasks", {})
+        linked = await client.call_tool("toolset__mcp_t1__linked", {})
+        return tasks, linked
+
+    tasks, linked = _run(stack, token, "auto", work)
+    assert not tasks.is_error and not linked.is_error
+    # A Workspace item has no page: its citation is text, numbered as the chat numbers it.
+    cited = [block.text for block in tasks.content if block.type == "text" and block.text.startswith("Sources:")]
+    assert cited and "[1] Task: " in cited[0]
+    # A resource of another MCP server: a Tessera page that reads it with the user's access.
+    links = [block for block in linked.content if block.type == "resource_link"]
+    assert len(links) == 1 and links[0].uri.startswith(f"{stack.url}/toolsets/mcp/t1/resource/?uri=notes%3A%2F%2Ftoday")
+    page = httpx.get(links[0].uri, cookies=_signed_in(user), timeout=30)
+    assert page.status_code == 200 and "Buy" in page.text and "<b>milk</b>" not in page.text
+
+
+def test_an_mcp_servers_own_content_passes_through_with_its_audience(
+    stack: Any, switched_on: None, token: str, test_server: Any
+) -> None:
+    async def work(client: Client) -> Any:
+        return await client.call_tool("toolset__mcp_t1__picture", {}), await client.call_tool(
+            "toolset__mcp_t1__audiences", {}
+        )
+
+    picture, audiences = _run(stack, token, "auto", work)
+    images = [block for block in picture.content if block.type == "image"]
+    assert len(images) == 1 and images[0].mime_type == "image/png" and images[0].data
+    shown = {
+        block.text: (block.annotations.audience if block.annotations else None)
+        for block in audiences.content
+        if block.type == "text"
+    }
+    assert shown == {"For your eyes.": ["user"], "For the model.": ["assistant"], "For both.": None}

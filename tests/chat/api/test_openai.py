@@ -155,6 +155,68 @@ def test_the_callers_own_tools_come_back_as_tool_calls_and_their_results_are_use
     assert sent[-1] == {"role": "tool", "tool_call_id": "call_w", "content": "Sunny, 24 °C"}
 
 
+def test_a_streamed_completion_returns_the_callers_tools_as_streamed_tool_calls(
+    stack: Any, switched_on: None, token: str, provider: ReplayServer
+) -> None:
+    model = LLMModel.objects.create(name="Replay", model="openai/replay", api_base=provider.base_url, api_key="x")
+    provider.play(
+        Reply(
+            [
+                role(),
+                calls(call(0, "call_a", "get_weather", '{"city": "Ly'), call(1, "call_b", "get_weather", "")),
+                calls(call(0, args='on"}'), call(1, args='{"city": "Oslo"}')),
+                finish("tool_calls"),
+            ],
+        ),
+        answer("Sunny in Lyon, snow in Oslo."),
+    )
+    client = _client(stack, token)
+    question = [{"role": "user", "content": "Weather in Lyon and Oslo?"}]
+    chunks = list(client.chat.completions.create(model=model.name, messages=question, tools=[WEATHER], stream=True))
+    # The official client's own way of putting streamed calls together: by index.
+    found: dict[int, dict[str, str]] = {}
+    for chunk in chunks:
+        for delta in (chunk.choices[0].delta.tool_calls or []) if chunk.choices else []:
+            slot = found.setdefault(delta.index, {"id": "", "name": "", "arguments": ""})
+            slot["id"] += delta.id or ""
+            slot["name"] += (delta.function.name or "") if delta.function else ""
+            slot["arguments"] += (delta.function.arguments or "") if delta.function else ""
+    assert [found[i] for i in sorted(found)] == [
+        {"id": "call_a", "name": "get_weather", "arguments": '{"city": "Lyon"}'},
+        {"id": "call_b", "name": "get_weather", "arguments": '{"city": "Oslo"}'},
+    ]
+    finishes = [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason]
+    assert finishes == ["tool_calls"]
+    assert not ToolExecution.objects.filter(tool="get_weather").exists()
+    follow_up = [
+        *question,
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": found[i]["id"],
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": found[i]["arguments"]},
+                }
+                for i in sorted(found)
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_a", "content": "Sunny"},
+        {"role": "tool", "tool_call_id": "call_b", "content": "Snow"},
+    ]
+    text = "".join(
+        c.choices[0].delta.content or ""
+        for c in client.chat.completions.create(model=model.name, messages=follow_up, tools=[WEATHER], stream=True)
+        if c.choices
+    )
+    assert text == "Sunny in Lyon, snow in Oslo."
+    assert provider.requests[1].body["messages"][-2:] == [
+        {"role": "tool", "tool_call_id": "call_a", "content": "Sunny"},
+        {"role": "tool", "tool_call_id": "call_b", "content": "Snow"},
+    ]
+
+
 def test_an_agent_answers_as_the_assistant_with_its_own_tools(
     stack: Any, switched_on: None, token: str, user: Any, demo_model: Any
 ) -> None:
@@ -168,6 +230,33 @@ def test_an_agent_answers_as_the_assistant_with_its_own_tools(
     turn = Turn.objects.get(pk=(reply.model_extra or {})["tessera"]["turn_id"])
     assert turn.chat.enabled_tools.keys() == {"workspace"}
     assert ToolExecution.objects.filter(turn=turn, toolset="workspace", tool="list_tasks", status="success").exists()
+    # The tessera extension: what the tool cards say, and the sources the answer may cite.
+    extension = (reply.model_extra or {})["tessera"]
+    listed = next(call for call in extension["tool_calls"] if call["tool"] == "list_tasks")
+    assert listed["status"] == "success" and listed["summary"] and listed["name"]
+    assert extension["sources"] and extension["sources"][0]["n"] == 1
+    assert {source["kind"] for source in extension["sources"]} == {"Task"}
+    assert all(source["title"] for source in extension["sources"])
+
+
+def test_a_caller_that_hangs_up_stops_its_turn(stack: Any, switched_on: None, token: str, demo_model: Any) -> None:
+    import time
+
+    stream = _client(stack, token).chat.completions.create(
+        model="tessera",
+        messages=[{"role": "user", "content": "[demo:slow] Explain the history of the web in detail."}],
+        stream=True,
+    )
+    for chunk in stream:
+        if chunk.choices and chunk.choices[0].delta.content:
+            break  # the answer is coming: hang up
+    stream.close()
+    deadline = time.monotonic() + 20
+    turn = Turn.objects.get()
+    while time.monotonic() < deadline and turn.status in Turn.ACTIVE:
+        time.sleep(0.2)
+        turn.refresh_from_db()
+    assert turn.status == Turn.Status.CANCELLED
 
 
 @pytest.mark.parametrize(
