@@ -245,7 +245,16 @@ def summary(report: dict[str, Any]) -> dict[str, Any]:
                 failing[name][ref["id"]] = f"{audit['score']:.2f} {audit.get('displayValue', '')}".strip()
     metrics = {key: report["audits"][key]["numericValue"] for key in METRICS}
     transfer = sum(item.get("transferSize", 0) for item in report["audits"]["network-requests"]["details"]["items"])
-    return {"scores": scores, "failing": failing, "metrics": metrics, "transfer_bytes": transfer}
+    # Lighthouse's own measure of the CPU it ran on (a short benchmark before each run; lower is
+    # slower): on a shared machine, the runs that scored low are the ones where it was low.
+    speed = report.get("environment", {}).get("benchmarkIndex")
+    return {
+        "scores": scores,
+        "failing": failing,
+        "metrics": metrics,
+        "transfer_bytes": transfer,
+        "benchmark_index": speed,
+    }
 
 
 def main() -> int:
@@ -274,8 +283,13 @@ def main() -> int:
             runs = []
             for number in range(args.runs):
                 report = run_lighthouse(site.url + path, headers, folder / f"{name}-{number}.json")
-                runs.append(summary(report))
-                print(f"{name} run {number + 1}: {runs[-1]['scores']}", flush=True)
+                runs.append({**summary(report), "load_average": round(os.getloadavg()[0], 1)})
+                run = runs[-1]
+                print(
+                    f"{name} run {number + 1}: {run['scores']} (TBT {run['metrics']['total-blocking-time']:.0f} ms,"
+                    f" benchmark index {run['benchmark_index']}, load average {run['load_average']})",
+                    flush=True,
+                )
             results[name] = {
                 "path": path,
                 "median": {c: statistics.median_low(r["scores"][c] for r in runs) for c in CATEGORIES},

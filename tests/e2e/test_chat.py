@@ -211,7 +211,8 @@ def test_a_long_chat_opens_at_its_latest_message(page: Page, e2e_user: Any) -> N
     chat_id = long_chat(e2e_user, PAGE_TURNS + 3)
     page.goto(f"{page.base_url}/chats/{chat_id}/")  # type: ignore[attr-defined]
     # Scrolled in the frame after DOMContentLoaded (chat.js), to the very bottom.
-    page.wait_for_function("() => { const s = document.getElementById('scroller'); return s.scrollHeight - s.scrollTop - s.clientHeight < 2; }")
+    at_bottom = "() => { const s = document.getElementById('scroller');"
+    page.wait_for_function(at_bottom + " return s.scrollHeight - s.scrollTop - s.clientHeight < 2; }")
     last = page.locator(".msg-user").last
     expect(last).to_contain_text(f"Question number {PAGE_TURNS + 2}")
     expect(last).to_be_in_viewport()
