@@ -49,17 +49,9 @@ CATEGORIES = ("performance", "accessibility", "best-practices")
 # The build fails when a page's median score in a category is below this. The pages reach 100
 # for accessibility and best practices every time, and 99-100 for performance (bench/RESULTS.md);
 # performance alone is held at 98, because its runs measure the machine's CPU as much as the
-# page: one run at a load average of 10 on this 2-core machine scored 84.
+# page: at load averages of 15-20 on this 2-core machine even the 17-element sign-in page scored
+# 71-98. Each run's benchmark index and load average are printed and kept with the scores.
 THRESHOLDS = {"performance": 98, "accessibility": 100, "best-practices": 100}
-# The 200-message chat measured 93-99 for performance after the cards grew in the third round
-# (median 97 over nine runs, total blocking time 130-300 ms): held where it reliably is until the
-# page's load-time scripting is brought back down (bench/RESULTS.md, "Lighthouse after round 3").
-PAGE_THRESHOLDS = {"long-chat": {"performance": 95}}
-
-
-def threshold(page: str, category: str) -> int:
-    return PAGE_THRESHOLDS.get(page, {}).get(category, THRESHOLDS[category])
-
 
 METRICS = ("first-contentful-paint", "largest-contentful-paint", "total-blocking-time", "cumulative-layout-shift")
 PAGES = ("sign-in", "new-chat", "long-chat")
@@ -245,7 +237,16 @@ def summary(report: dict[str, Any]) -> dict[str, Any]:
                 failing[name][ref["id"]] = f"{audit['score']:.2f} {audit.get('displayValue', '')}".strip()
     metrics = {key: report["audits"][key]["numericValue"] for key in METRICS}
     transfer = sum(item.get("transferSize", 0) for item in report["audits"]["network-requests"]["details"]["items"])
-    return {"scores": scores, "failing": failing, "metrics": metrics, "transfer_bytes": transfer}
+    # Lighthouse's own measure of the CPU it ran on (a short benchmark before each run; lower is
+    # slower): on a shared machine, the runs that scored low are the ones where it was low.
+    speed = report.get("environment", {}).get("benchmarkIndex")
+    return {
+        "scores": scores,
+        "failing": failing,
+        "metrics": metrics,
+        "transfer_bytes": transfer,
+        "benchmark_index": speed,
+    }
 
 
 def main() -> int:
@@ -274,8 +275,13 @@ def main() -> int:
             runs = []
             for number in range(args.runs):
                 report = run_lighthouse(site.url + path, headers, folder / f"{name}-{number}.json")
-                runs.append(summary(report))
-                print(f"{name} run {number + 1}: {runs[-1]['scores']}", flush=True)
+                runs.append({**summary(report), "load_average": round(os.getloadavg()[0], 1)})
+                run = runs[-1]
+                print(
+                    f"{name} run {number + 1}: {run['scores']} (TBT {run['metrics']['total-blocking-time']:.0f} ms,"
+                    f" benchmark index {run['benchmark_index']}, load average {run['load_average']})",
+                    flush=True,
+                )
             results[name] = {
                 "path": path,
                 "median": {c: statistics.median_low(r["scores"][c] for r in runs) for c in CATEGORIES},
@@ -295,9 +301,9 @@ def main() -> int:
     for name, result in results.items():
         print(f"{name:<10} " + " ".join(f"{result['median'][c]:>15}" for c in CATEGORIES))
         for category in CATEGORIES:
-            if result["median"][category] < threshold(name, category):
+            if result["median"][category] < THRESHOLDS[category]:
                 failed = True
-                print(f"  {category} below {threshold(name, category)}; audits that did not pass:")
+                print(f"  {category} below {THRESHOLDS[category]}; audits that did not pass:")
                 for run in result["runs"]:
                     print(f"    {run['failing'][category]}")
     if "Traceback" in output:

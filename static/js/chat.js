@@ -575,9 +575,13 @@
   document.addEventListener("DOMContentLoaded", function () {
     updateRunning();
     applyTriState();
-    scrollToBottom();
-    autosize();
+    // Reading the scroller's height lays out the whole chat. Here, in the DOMContentLoaded task
+    // that also runs htmx's set-up of the page, it would make one long task of both; in the next
+    // frame's callback it is the layout that frame does anyway, before it paints.
+    requestAnimationFrame(scrollToBottom);
     var el = input();
+    // An empty box already has its one-line height; sizing it would lay the page out again.
+    if (el && el.value) autosize();
     if (el && window.matchMedia("(min-width: 700px)").matches) el.focus();
   });
 })();

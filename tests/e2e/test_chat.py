@@ -192,6 +192,52 @@ def test_a_long_chat_loads_earlier_exchanges_when_scrolled_to_the_top(page: Page
     shot(page, "chat-earlier-loaded")
 
 
+def long_chat(owner: Any, turns: int) -> int:
+    """A chat of `turns` finished exchanges, each answer long enough that a few fill the window."""
+    from chat.models import Chat
+
+    chat = Chat.objects.create(owner=owner, title="A long conversation")
+    for i in range(turns):
+        turn = Turn.objects.create(chat=chat, status=Turn.Status.COMPLETED)
+        Message.objects.create(chat=chat, turn=turn, role="user", content=f"Question number {i}")
+        answer = f"Answer **{i}**.\n\n" + "\n\n".join(f"Paragraph {n} of answer {i}." for n in range(6))
+        Message.objects.create(chat=chat, turn=turn, step=0, role="assistant", content=answer)
+    return int(chat.pk)
+
+
+def test_a_long_chat_opens_at_its_latest_message(page: Page, e2e_user: Any) -> None:
+    from chat.exchanges import PAGE_TURNS
+
+    chat_id = long_chat(e2e_user, PAGE_TURNS + 3)
+    page.goto(f"{page.base_url}/chats/{chat_id}/")  # type: ignore[attr-defined]
+    # Scrolled in the frame after DOMContentLoaded (chat.js), to the very bottom.
+    at_bottom = "() => { const s = document.getElementById('scroller');"
+    page.wait_for_function(at_bottom + " return s.scrollHeight - s.scrollTop - s.clientHeight < 2; }")
+    last = page.locator(".msg-user").last
+    expect(last).to_contain_text(f"Question number {PAGE_TURNS + 2}")
+    expect(last).to_be_in_viewport()
+    expect(page.locator(".turn").first).not_to_be_in_viewport()
+    assert page.evaluate("document.activeElement.id") == "composer-input"  # the desktop window focuses the box
+
+
+def test_htmx_sets_up_two_forms_per_exchange_not_each_button(page: Page, e2e_user: Any) -> None:
+    """The start-up cost of a long chat's page grows with what htmx sets up per exchange: its
+    edit and regenerate forms, not each of their buttons (bench/RESULTS.md, Lighthouse)."""
+    from chat.exchanges import PAGE_TURNS
+
+    count = """() => [...document.querySelectorAll('*')].filter(e => {
+        const d = e['htmx-internal-data']; return d && d.firstInitCompleted && e.closest('#messages');
+    }).length"""
+    page.goto(f"{page.base_url}/chats/{long_chat(e2e_user, 1)}/")  # type: ignore[attr-defined]
+    wait_socket(page)
+    one = page.evaluate(count)
+    page.goto(f"{page.base_url}/chats/{long_chat(e2e_user, PAGE_TURNS)}/")  # type: ignore[attr-defined]
+    wait_socket(page)
+    many = page.evaluate(count)
+    assert one > 0
+    assert many - one <= 2 * (PAGE_TURNS - 1), (one, many)
+
+
 def test_a_turn_that_missed_its_last_fragment_is_corrected_by_a_sync(page: Page) -> None:
     start_chat(page, "What is 12*7?")
     wait_turn_done(page)
