@@ -206,19 +206,26 @@ class UserAtTheCard:
 
     async def _accept(self, card: str) -> None:
         from asgiref.sync import sync_to_async
+        from django.conf import settings
         from django.test import Client
+        from django.urls import reverse
 
         form = FormReader()
         form.feed(card)
 
         def post() -> Any:
-            browser = Client(HTTP_HOST="localhost")
+            # CSRF-checked like the page's script: the token from the cookie a page set.
+            browser = Client(enforce_csrf_checks=True, HTTP_HOST="localhost")
             browser.force_login(self.user)
+            browser.get(reverse("toolsets:settings"))
+            token = browser.cookies[settings.CSRF_COOKIE_NAME].value
             # Repeated keys (multiple choice) stay lists: the view reads them with getlist.
-            return browser.post(form.url, {**_post_data(form.fields), "action": "accept"})
+            return browser.post(form.url, {**_post_data(form.fields), "action": "accept"}, HTTP_X_CSRFTOKEN=token)
 
         response = await sync_to_async(post)()
         print(f"accept: {response.status_code} {response.content.decode()[:300]}")
+        if response.status_code != 200:
+            raise RuntimeError(f"the card refused the answer: {response.status_code} {response.content[:300]!r}")
 
 
 def _post_data(fields: list[tuple[str, str]]) -> dict[str, list[str]]:
@@ -264,6 +271,7 @@ async def run(url: str, scenario: str, context: dict[str, Any]) -> None:
                         tool["name"], arguments, None, spec.timeout_s, waits=questions.wait_budget
                     )
                 print(f"{tool['name']}: {json.dumps(result)[:300]}")
+            await asyncio.gather(*card.answers)  # an answer the card refused fails the run
             return
         except ToolFailure as exc:
             # When Tessera asks the user to connect again (a grant that expired, a call that needs
