@@ -150,6 +150,8 @@ def test_connect_is_a_csrf_checked_post(oauth_server: MCPServer, user: Any) -> N
     url = reverse("toolsets:mcp_connect", args=["oa"])
     assert browser.get(url).status_code == 405
     assert browser.post(url).status_code == 403
+    assert browser.get(reverse("toolsets:mcp_disconnect", args=["oa"])).status_code == 405
+    assert browser.post(reverse("toolsets:mcp_disconnect", args=["oa"])).status_code == 403
     settings_page = browser.get(reverse("toolsets:settings"))
     token = re.search(rb'name="csrfmiddlewaretoken" value="([^"]+)"', settings_page.content)
     assert token is not None
