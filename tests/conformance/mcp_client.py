@@ -14,6 +14,12 @@ callback's `finish`, the worker's provider). What this file plays is the people 
   once, so "consent" is following the authorization URL to the redirect and handing the
   callback's query to `finish`, as the browser would; and who, when a call asks for more
   access, connects again;
+- the user again, when a server asks a question during a call (elicitation): the question is
+  opened and waited on by `chat.elicitations.Elicitor`, the worker's own code, in this run's
+  Redis; the "card" is the real partial (`chat/_elicitation.html`) rendered from what the
+  worker pushes, read the way a browser builds the form's submission (its fields as drawn, with
+  the server's defaults filled in), and Accept is a POST to the card's answer URL, which runs the
+  answer view (`chat.elicitation_views`) against a running turn of the user's own chat;
 - the model, which calls every tool the server lists with arguments made from its schema.
 
 Each run has a database of its own, copied from the migrated template the runner made
@@ -23,11 +29,13 @@ Each run has a database of its own, copied from the migrated template the runner
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import shutil
 import sys
 import tempfile
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -128,16 +136,120 @@ async def connect_user(spec: Any, user_id: int) -> None:
     await oauth.finish(spec, user_id, pending.as_dict(), query.get("code", ""), query.get("iss"))
 
 
+class FormReader(HTMLParser):
+    """What a browser's `new FormData(form)` holds for the first elicitation form of a card: each
+    named input's value (a checkbox's only when checked, "on" without a value), each select's
+    selected option (else its first). The card's answer URL comes from its box."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.url = ""
+        self.fields: list[tuple[str, str]] = []
+        self._in_form = False
+        self._select: str | None = None
+        self._options: list[tuple[str, bool]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = {k: v or "" for k, v in attrs}
+        if "data-elicitation-url" in a and not self.url:
+            self.url = a["data-elicitation-url"]
+        if tag == "form" and "data-elicitation-form" in a:
+            self._in_form = True
+        if not self._in_form or not a.get("name"):
+            if tag == "option" and self._select is not None:
+                self._options.append((a.get("value", ""), "selected" in a))
+            return
+        if tag == "input":
+            kind = a.get("type", "text")
+            if kind == "checkbox":
+                if "checked" in a:
+                    self.fields.append((a["name"], a.get("value") or "on"))
+            elif kind not in ("submit", "button"):
+                self.fields.append((a["name"], a.get("value", "")))
+        elif tag == "select":
+            self._select, self._options = a["name"], []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "select" and self._select is not None:
+            chosen = [value for value, selected in self._options if selected] or [v for v, _ in self._options[:1]]
+            self.fields += [(self._select, value) for value in chosen]
+            self._select = None
+        elif tag == "form":
+            self._in_form = False
+
+
+class UserAtTheCard:
+    """The turn's sink as far as a question goes (what `chat.elicitations.Elicitor` uses): the
+    chat and running turn the question belongs to, Redis, and the card being drawn, which is
+    where the person reads it and presses Accept with the form as shown."""
+
+    def __init__(self, user: Any, redis: Any) -> None:
+        from chat.models import Chat, Turn
+
+        self.user, self.redis = user, redis
+        chat = Chat.objects.create(owner=user, title="Conformance")
+        self.turn = Turn.objects.create(chat=chat, status=Turn.Status.RUNNING)
+        self.chat_id, self.turn_id = chat.pk, self.turn.pk
+        self.answers: list[asyncio.Task[None]] = []
+
+    async def elicitation_needed(self, step: int, position: int, request: Any, lane: str = "") -> None:
+        from django.template.loader import render_to_string
+
+        from chat import presenters
+
+        card = render_to_string("chat/_elicitation.html", {"card": {"elicitation": presenters.elicitation(request)}})
+        print(f"card shown: {request.mode} question from {request.server}: {request.message[:80]}")
+        self.answers.append(asyncio.create_task(self._accept(card)))
+
+    async def elicitation_answered(self, step: int, position: int, lane: str = "") -> None:
+        print("card answered")
+
+    async def _accept(self, card: str) -> None:
+        from asgiref.sync import sync_to_async
+        from django.conf import settings
+        from django.test import Client
+        from django.urls import reverse
+
+        form = FormReader()
+        form.feed(card)
+
+        def post() -> Any:
+            # CSRF-checked like the page's script: the token from the cookie a page set.
+            browser = Client(enforce_csrf_checks=True, HTTP_HOST="localhost")
+            browser.force_login(self.user)
+            browser.get(reverse("toolsets:settings"))
+            token = browser.cookies[settings.CSRF_COOKIE_NAME].value
+            # Repeated keys (multiple choice) stay lists: the view reads them with getlist.
+            return browser.post(form.url, {**_post_data(form.fields), "action": "accept"}, HTTP_X_CSRFTOKEN=token)
+
+        response = await sync_to_async(post)()
+        print(f"accept: {response.status_code} {response.content.decode()[:300]}")
+        if response.status_code != 200:
+            raise RuntimeError(f"the card refused the answer: {response.status_code} {response.content[:300]!r}")
+
+
+def _post_data(fields: list[tuple[str, str]]) -> dict[str, list[str]]:
+    data: dict[str, list[str]] = {}
+    for key, value in fields:
+        data.setdefault(key, []).append(value)
+    return data
+
+
 async def run(url: str, scenario: str, context: dict[str, Any]) -> None:
     from asgiref.sync import sync_to_async
 
+    from chat.elicitations import Elicitor
+    from core.redis_client import async_client
     from toolsets.base import ToolFailure
+    from toolsets.mcp import elicitation
     from toolsets.mcp.catalog import ServerSpec
-    from toolsets.mcp.client import access_for
+    from toolsets.mcp.client import access_for, elicitation_timeout_s
     from toolsets.mcp.connection import Connection, list_all_tools
 
     server, user = await sync_to_async(_server_row)(url, scenario, context)
     spec = ServerSpec.of(server)
+    card = await sync_to_async(UserAtTheCard)(user, async_client(4))
+    ask = Elicitor(card)  # type: ignore[arg-type] # the part of a TurnSink a question uses
     connects = 0
     if spec.credential == "oauth":
         await connect_user(spec, user.pk)
@@ -147,10 +259,19 @@ async def run(url: str, scenario: str, context: dict[str, Any]) -> None:
         try:
             client = await connection.ready(30)
             tools = await list_all_tools(client)
-            for tool in tools:
+            for position, tool in enumerate(tools):
                 arguments = example(tool.get("inputSchema") or {})
-                result = await connection.call(tool["name"], arguments, None, spec.timeout_s)
+                # As `toolsets.mcp.client.call_tool` makes a chat's call: the server's questions
+                # during it go to the card of this call.
+                questions = elicitation.Handler(
+                    spec.name, tool["name"], functools.partial(ask, 0, position), None, elicitation_timeout_s()
+                )
+                with elicitation.calling(connection, questions):
+                    result = await connection.call(
+                        tool["name"], arguments, None, spec.timeout_s, waits=questions.wait_budget
+                    )
                 print(f"{tool['name']}: {json.dumps(result)[:300]}")
+            await asyncio.gather(*card.answers)  # an answer the card refused fails the run
             return
         except ToolFailure as exc:
             # When Tessera asks the user to connect again (a grant that expired, a call that needs

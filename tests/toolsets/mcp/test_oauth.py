@@ -5,6 +5,8 @@ when the access token expires, and Disconnect."""
 
 from __future__ import annotations
 
+import html
+import re
 import time
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -41,9 +43,14 @@ def oauth_server(transactional_db: Any, oauth_server_base: str) -> MCPServer:
 def _connect(browser: Client) -> httpx.Response:
     """Connect, then follow the provider's consent redirect as the browser would; returns the
     provider's answer, which sends the browser back to Tessera's callback."""
-    started = browser.get(reverse("toolsets:mcp_connect", args=["oa"]))
-    assert started.status_code == 302, started.content[:500]
-    consent = httpx.get(started["Location"], follow_redirects=False)
+    started = browser.post(reverse("toolsets:mcp_connect", args=["oa"]))
+    assert started.status_code == 200, started.content[:500]
+    # The page moves on to the provider by itself (see the view): its link is where it goes.
+    link = re.search(rb'data-testid="mcp-connect-continue"', started.content)
+    assert link is not None
+    found = re.search(rb'<meta http-equiv="refresh" content="0;url=([^"]+)">', started.content)
+    assert found is not None
+    consent = httpx.get(html.unescape(found.group(1).decode()), follow_redirects=False)
     assert consent.status_code in (302, 303), consent.text[:500]
     return consent
 
@@ -129,11 +136,28 @@ def test_a_refused_consent_is_shown_and_nothing_is_stored(oauth_server: MCPServe
 
 
 def test_connect_needs_an_oauth_server_and_a_signed_in_user(oauth_server: MCPServer, user: Any) -> None:
-    anonymous = Client().get(reverse("toolsets:mcp_connect", args=["oa"]))
+    anonymous = Client().post(reverse("toolsets:mcp_connect", args=["oa"]))
     assert anonymous.status_code == 302 and "/login/" in anonymous["Location"]
     browser = Client()
     browser.force_login(user)
-    assert browser.get(reverse("toolsets:mcp_connect", args=["nope"])).status_code == 404
+    assert browser.post(reverse("toolsets:mcp_connect", args=["nope"])).status_code == 404
+
+
+def test_connect_is_a_csrf_checked_post(oauth_server: MCPServer, user: Any) -> None:
+    """A link or an image on another site cannot start a flow in the user's name."""
+    browser = Client(enforce_csrf_checks=True)
+    browser.force_login(user)
+    url = reverse("toolsets:mcp_connect", args=["oa"])
+    assert browser.get(url).status_code == 405
+    assert browser.post(url).status_code == 403
+    assert browser.get(reverse("toolsets:mcp_disconnect", args=["oa"])).status_code == 405
+    assert browser.post(reverse("toolsets:mcp_disconnect", args=["oa"])).status_code == 403
+    settings_page = browser.get(reverse("toolsets:settings"))
+    token = re.search(rb'name="csrfmiddlewaretoken" value="([^"]+)"', settings_page.content)
+    assert token is not None
+    started = browser.post(url, {"csrfmiddlewaretoken": token.group(1).decode()})
+    assert started.status_code == 200 and b"mcp-connect-continue" in started.content
+    assert not OAuthGrant.objects.filter(user=user).exclude(tokens="").exists()
 
 
 def test_a_workers_connection_checks_every_address_the_oauth_flow_follows(transactional_db: Any) -> None:
