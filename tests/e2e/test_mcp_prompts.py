@@ -275,3 +275,38 @@ def test_slash_on_the_new_chat_page_creates_the_chat_with_the_prompts_messages(
     # Carried over once: a reload does not put the question back.
     expect(box).to_have_value("")
     expect(page.get_by_test_id("attach-chip")).to_have_count(0)
+
+
+def test_a_resource_attached_on_the_new_chat_page_goes_with_the_first_message(
+    axe_signed_in: Page, stack: Any, e2e_user: Any, prompt_server: Restartable
+) -> None:
+    page = axe_signed_in
+    url = f"http://127.0.0.1:{prompt_server.port}/mcp"
+    with ThreadPoolExecutor(1) as thread:
+        thread.submit(register, name="Prompt server", slug="ps", transport="http", url=url).result()
+    UserChatDefaults.objects.update_or_create(user=e2e_user, defaults={"enabled_tools": {"mcp_ps": ["echo"]}})
+    for _ in range(20):
+        page.goto(f"{stack.url}/")
+        if page.get_by_test_id("toolset-item-mcp_ps").count():
+            break
+        page.wait_for_timeout(1000)
+    button = page.get_by_test_id("mcp-resources-button")
+    button.click()
+    picker = page.get_by_test_id("mcp-resource-picker")
+    expect(picker).to_be_visible(timeout=20_000)
+    expect(picker).to_contain_text("notes://today")
+    shot(page, "mcp-new-chat-resource-picker")
+    _no_blocking(page, "#mcp-panel")
+    picker.get_by_role("button", name="Attach Today's notes").click()
+    expect(page.get_by_test_id("attach-chip")).to_have_count(1, timeout=20_000)
+    expect(page.locator(".file-chip.is-ready")).to_have_count(1, timeout=30_000)
+    assert not Chat.objects.filter(owner=e2e_user).exists()  # an attachment alone starts nothing
+    page.fill("#composer-input", "What do the notes say?")
+    page.keyboard.press("Enter")
+    page.wait_for_url(re.compile(r"/chats/\d+/$"), timeout=20_000)
+    wait_socket(page)
+    wait_turn_done(page)
+    expect(page.get_by_test_id("message-file")).to_have_count(1, timeout=20_000)
+    assert "Today" in page.get_by_test_id("message-file").first.inner_text()
+    chat = Chat.objects.get(owner=e2e_user)
+    assert chat.enabled_tools.get("mcp_ps") == ["echo"]
