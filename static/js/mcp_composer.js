@@ -151,8 +151,10 @@
   // this tab's storage for the chat's page (only that chat's, only once).
   var CARRY = "tessera.mcp.carry";
   function carry(body) {
+    // The chips already on the composer go along with the prompt's own, as they stay in a chat.
+    var files = (window.TesseraAttach && window.TesseraAttach.stored ? window.TesseraAttach.stored() : []).concat(body.files || []);
     try {
-      sessionStorage.setItem(CARRY, JSON.stringify({ url: body.redirect, draft: body.draft || "", files: body.files || [] }));
+      sessionStorage.setItem(CARRY, JSON.stringify({ url: body.redirect, draft: body.draft || "", files: files }));
     } catch (e) { /* storage refused: the chat still has the prompt's exchanges */ }
   }
   function restore() {

@@ -244,6 +244,12 @@ def test_slash_on_the_new_chat_page_creates_the_chat_with_the_prompts_messages(
     expect(box).to_have_value("Review this go code: <b>not markup</b>.", timeout=20_000)
     assert page.url == f"{stack.url}/"
     assert not Chat.objects.filter(owner=e2e_user).exists()
+    # A resource attached here first stays with the composer when the page moves to the chat.
+    page.get_by_test_id("mcp-resources-button").click()
+    picker = page.get_by_test_id("mcp-resource-picker")
+    expect(picker).to_be_visible(timeout=20_000)
+    picker.get_by_role("button", name="Attach Today's notes").click()
+    expect(page.locator(".file-chip.is-ready")).to_have_count(1, timeout=30_000)
 
     # A prompt with an answered example creates the chat; the page continues on it with the
     # prompt's exchange, and its question and files wait in the composer.
@@ -263,8 +269,9 @@ def test_slash_on_the_new_chat_page_creates_the_chat_with_the_prompts_messages(
     expect(page.locator(".msg-user .bubble", has_text="Is this an example?")).to_be_visible()
     expect(page.locator("#messages")).not_to_contain_text("alert(1)")
     expect(box).to_have_value("What colour is this pixel?", timeout=10_000)
-    expect(page.get_by_test_id("attach-chip")).to_have_count(2)
-    expect(page.locator(".file-chip.is-ready")).to_have_count(2, timeout=30_000)
+    expect(page.get_by_test_id("attach-chip")).to_have_count(3)
+    expect(page.locator(".file-chip.is-ready")).to_have_count(3, timeout=30_000)
+    expect(page.get_by_test_id("attach-chip").first).to_contain_text("Today")
     expect(page.locator("#chat-list")).to_contain_text("Is this an example?")
     shot(page, "mcp-new-chat-prompt-inserted")
     _no_blocking(page, "body")
