@@ -134,29 +134,17 @@ def create_chat(request: AuthedRequest) -> HttpResponse:
     form = forms.NewChatForm(request.POST, user_id=request.user.pk)
     if not form.is_valid():
         return HttpResponse(forms.first_error(form), status=400)
-    content, model = form.cleaned_data["content"], form.cleaned_data["model"]
+    content = form.cleaned_data["content"]
     try:
         files = attach.claim(request.user.pk, request.POST.getlist("attachments"))
     except attach.Refused as exc:
         return HttpResponse(str(exc), status=400)
     if files and not content:
         return HttpResponse("Type a message to send with the files.", status=400)
-    app = AppSettings.load()
-    limit, steps = True, min(app.default_max_tool_iterations, app.max_tool_iterations_cap)
-    if form.cleaned_data["settings"]:
-        # The settings panel came along: what the person chose before the first message.
-        settings_form = forms.ChatSettingsForm(request.POST, cap=app.max_tool_iterations_cap, user_id=request.user.pk)
-        if not settings_form.is_valid():
-            return HttpResponse(forms.first_error(settings_form), status=400)
-        limit = settings_form.cleaned_data["limit_tool_iterations"]
-        steps = settings_form.cleaned_data["max_tool_iterations"] or steps
-    chat = Chat.objects.create(
-        owner=request.user,
-        model=model or LLMModel.default(request.user.pk),
-        enabled_tools=sel.clean(_defaults(request).enabled_tools),
-        limit_tool_iterations=limit,
-        max_tool_iterations=steps,
-    )
+    try:
+        chat = new_chat(request, form)
+    except NotCreated as exc:
+        return HttpResponse(str(exc), status=400)
     if content:
         with transaction.atomic():
             message, _ = start_turn(chat, content, parent=None)
@@ -165,6 +153,37 @@ def create_chat(request: AuthedRequest) -> HttpResponse:
     if request.htmx:
         return HttpResponseClientRedirect(url)
     return redirect(url)
+
+
+class NotCreated(Exception):
+    """The home page's settings for a new chat were refused (the message says why)."""
+
+
+def new_chat(request: AuthedRequest, form: forms.NewChatForm) -> Chat:
+    """The chat the home page starts, with what it shows before the chat exists: the model and
+    settings panel (when they came along) and the toolsets selection (the user's defaults).
+    Shared by the first message and by an MCP prompt inserted there. `form` is valid."""
+    app = AppSettings.load()
+    limit, steps = True, min(app.default_max_tool_iterations, app.max_tool_iterations_cap)
+    if form.cleaned_data["settings"]:
+        # The settings panel came along: what the person chose before the first message.
+        settings_form = forms.ChatSettingsForm(request.POST, cap=app.max_tool_iterations_cap, user_id=request.user.pk)
+        if not settings_form.is_valid():
+            raise NotCreated(forms.first_error(settings_form))
+        limit = settings_form.cleaned_data["limit_tool_iterations"]
+        steps = settings_form.cleaned_data["max_tool_iterations"] or steps
+    return Chat.objects.create(
+        owner=request.user,
+        model=form.cleaned_data["model"] or LLMModel.default(request.user.pk),
+        enabled_tools=new_chat_tools(request),
+        limit_tool_iterations=limit,
+        max_tool_iterations=steps,
+    )
+
+
+def new_chat_tools(request: AuthedRequest) -> sel.Selection:
+    """The tools of the chat the home page would create now (its popover edits these)."""
+    return sel.clean(_defaults(request).enabled_tools)
 
 
 @login_required

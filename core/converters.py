@@ -21,3 +21,18 @@ class IdConverter:
 
 
 register_converter(IdConverter, "id")
+
+
+class IdOrNewConverter:
+    """An id, or "new" (None) for what does not exist yet, e.g. the chat the home page creates."""
+
+    regex = "new|[0-9]{1,18}"
+
+    def to_python(self, value: str) -> int | None:
+        return None if value == "new" else int(value)
+
+    def to_url(self, value: int | None) -> str:
+        return "new" if value is None else str(value)
+
+
+register_converter(IdOrNewConverter, "id_or_new")

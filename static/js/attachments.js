@@ -239,6 +239,12 @@
       chips.push(chip);
       t.appendChild(chip.el);
       settle(chip, body);
+    },
+    // The files on the chips (uploaded or stored, not failed nor removed), as the server gave
+    // them: what moves with the composer when the home page goes on to a chat it created.
+    stored: function () {
+      return chips.filter(function (c) { return c.id && c.urls && c.state !== "failed" && c.state !== "removed"; })
+        .map(function (c) { return c.urls; });
     }
   };
 

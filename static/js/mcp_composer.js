@@ -3,7 +3,9 @@
 // and points at the active option with aria-activedescendant); choosing one shows its argument
 // form, whose fields ask the server for suggestions as you type. The database button opens the
 // resource picker. Every fragment is rendered by the server (escaped there); files the server
-// stored become the attachment tray's chips.
+// stored become the attachment tray's chips. On the home page (no chat yet) the controls offer
+// the servers of the chat it would create; a prompt with answered messages creates that chat and
+// the page continues there, its last question and files carried over for the composer.
 (function () {
   "use strict";
 
@@ -36,8 +38,15 @@
     });
   }
   function post(url, form) {
+    var data = new FormData(form);
+    var settings = byId("settings-form");
+    // The chat a prompt creates gets the model and settings the home page shows, as a first
+    // message's chat does (the composer sends the same form along).
+    if (root().hasAttribute("data-new-chat") && settings && form.id === "mcp-prompt-form") {
+      new FormData(settings).forEach(function (value, key) { data.append(key, value); });
+    }
     return fetch(url, {
-      method: "POST", credentials: "same-origin", body: new FormData(form),
+      method: "POST", credentials: "same-origin", body: data,
       headers: { "X-CSRFToken": csrf() }
     }).then(function (r) {
       return r.json().catch(function () { return { error: "The server answered " + r.status + "." }; })
@@ -135,7 +144,30 @@
   // The textarea is the menu's text box: it says it completes from a list it controls.
   document.addEventListener("DOMContentLoaded", function () {
     if (root() && input()) input().setAttribute("aria-autocomplete", "list");
+    restore();
   });
+
+  // A prompt inserted on the home page created a chat: its unanswered question and files wait in
+  // this tab's storage for the chat's page (only that chat's, only once).
+  var CARRY = "tessera.mcp.carry";
+  function carry(body) {
+    // The chips already on the composer go along with the prompt's own, as they stay in a chat.
+    var files = (window.TesseraAttach && window.TesseraAttach.stored ? window.TesseraAttach.stored() : []).concat(body.files || []);
+    try {
+      sessionStorage.setItem(CARRY, JSON.stringify({ url: body.redirect, draft: body.draft || "", files: files }));
+    } catch (e) { /* storage refused: the chat still has the prompt's exchanges */ }
+  }
+  function restore() {
+    var saved = null;
+    try { saved = JSON.parse(sessionStorage.getItem(CARRY) || "null"); sessionStorage.removeItem(CARRY); }
+    catch (e) { return; }
+    if (!saved || saved.url !== window.location.pathname || !input()) return;
+    var el = input();
+    el.value = typeof saved.draft === "string" ? saved.draft : "";
+    el.dispatchEvent(new Event("input", { bubbles: true }));
+    addFiles(Array.isArray(saved.files) ? saved.files : []);
+    el.focus();
+  }
 
   // Capture: before the composer's own Enter (send) and Escape (stop) handling.
   document.addEventListener("keydown", function (e) {
@@ -228,6 +260,11 @@
         return;
       }
       if (form.id === "mcp-prompt-form") {
+        if (body.redirect) {
+          carry(body);
+          window.location.assign(body.redirect);
+          return;
+        }
         if (body.html) {
           var messages = byId("messages");
           var empty = messages && messages.querySelector(".empty-state");

@@ -14,7 +14,7 @@ import pytest
 from django.core.cache import cache
 from playwright.sync_api import Browser, Page, expect
 
-from chat.models import Chat
+from chat.models import Chat, UserChatDefaults
 from tests.toolsets.mcp.conftest import Restartable, register
 from tests.toolsets.mcp.test_prompts import PROMPT_SERVER
 from toolsets.files.models import FileLimits
@@ -205,3 +205,120 @@ def test_resource_picker_attaches_a_resource_and_a_template_and_reload_shows_the
     assert normalized_messages(page) == live
     names = page.get_by_test_id("message-file").all_inner_texts()
     assert any("Today" in n for n in names) and any("lyon" in n for n in names)
+
+
+def test_slash_on_the_new_chat_page_creates_the_chat_with_the_prompts_messages(
+    axe_signed_in: Page, stack: Any, e2e_user: Any, prompt_server: Restartable
+) -> None:
+    page = axe_signed_in
+    url = f"http://127.0.0.1:{prompt_server.port}/mcp"
+    with ThreadPoolExecutor(1) as thread:
+        thread.submit(register, name="Prompt server", slug="ps", transport="http", url=url).result()
+    # The toolsets the home page's popover chose are those of the chat it creates.
+    UserChatDefaults.objects.update_or_create(user=e2e_user, defaults={"enabled_tools": {"mcp_ps": ["echo"]}})
+    # The server's tools are listed in the background: until then the home page's popover (and
+    # so the chat it creates) does not offer it.
+    for _ in range(20):
+        page.goto(f"{stack.url}/")
+        if page.get_by_test_id("toolset-item-mcp_ps").count():
+            break
+        page.wait_for_timeout(1000)
+    expect(page.get_by_test_id("tool-checkbox-mcp_ps-echo")).to_be_checked()
+    box = page.locator("#composer-input")
+    box.focus()
+    page.keyboard.type("/")
+    options = page.get_by_test_id("mcp-prompt-option")
+    expect(options).to_have_count(2, timeout=20_000)
+    expect(box).to_be_focused()
+    shot(page, "mcp-new-chat-prompt-menu")
+    _no_blocking(page, "#mcp-panel")
+
+    # A prompt that only asks stays in the composer: no chat yet.
+    page.keyboard.type("rev")
+    expect(options).to_have_count(1, timeout=10_000)
+    page.keyboard.press("Enter")
+    form = page.get_by_test_id("mcp-prompt-form")
+    expect(form).to_be_visible(timeout=20_000)
+    page.get_by_label("language (required)").fill("go")
+    page.get_by_test_id("mcp-prompt-insert").click()
+    expect(box).to_have_value("Review this go code: <b>not markup</b>.", timeout=20_000)
+    assert page.url == f"{stack.url}/"
+    assert not Chat.objects.filter(owner=e2e_user).exists()
+    # A resource attached here first stays with the composer when the page moves to the chat.
+    page.get_by_test_id("mcp-resources-button").click()
+    picker = page.get_by_test_id("mcp-resource-picker")
+    expect(picker).to_be_visible(timeout=20_000)
+    picker.get_by_role("button", name="Attach Today's notes").click()
+    expect(page.locator(".file-chip.is-ready")).to_have_count(1, timeout=30_000)
+
+    # A prompt with an answered example creates the chat; the page continues on it with the
+    # prompt's exchange, and its question and files wait in the composer.
+    box.fill("")
+    box.focus()
+    page.keyboard.type("/pic")
+    expect(options).to_have_count(1, timeout=10_000)
+    page.keyboard.press("Enter")
+    expect(form).to_be_visible(timeout=20_000)
+    _no_blocking(page, "#mcp-panel")
+    page.get_by_test_id("mcp-prompt-insert").click()
+    page.wait_for_url(re.compile(r"/chats/\d+/$"), timeout=20_000)
+    chat = Chat.objects.get(owner=e2e_user)
+    assert page.url == f"{stack.url}/chats/{chat.pk}/"
+    assert chat.enabled_tools == {"mcp_ps": ["echo"]}
+    wait_socket(page)
+    expect(page.locator(".msg-user .bubble", has_text="Is this an example?")).to_be_visible()
+    expect(page.locator("#messages")).not_to_contain_text("alert(1)")
+    expect(box).to_have_value("What colour is this pixel?", timeout=10_000)
+    expect(page.get_by_test_id("attach-chip")).to_have_count(3)
+    expect(page.locator(".file-chip.is-ready")).to_have_count(3, timeout=30_000)
+    expect(page.get_by_test_id("attach-chip").first).to_contain_text("Today")
+    expect(page.locator("#chat-list")).to_contain_text("Is this an example?")
+    shot(page, "mcp-new-chat-prompt-inserted")
+    _no_blocking(page, "body")
+    before = page.locator(".turn").count()
+    page.keyboard.press("Enter")
+    page.wait_for_function(f"() => document.querySelectorAll('.turn').length > {before}", timeout=20_000)
+    wait_turn_done(page)
+    expect(page.get_by_test_id("message-file")).to_have_count(3, timeout=20_000)
+    live = normalized_messages(page)
+    page.reload()
+    wait_socket(page)
+    assert normalized_messages(page) == live
+    # Carried over once: a reload does not put the question back.
+    expect(box).to_have_value("")
+    expect(page.get_by_test_id("attach-chip")).to_have_count(0)
+
+
+def test_a_resource_attached_on_the_new_chat_page_goes_with_the_first_message(
+    axe_signed_in: Page, stack: Any, e2e_user: Any, prompt_server: Restartable
+) -> None:
+    page = axe_signed_in
+    url = f"http://127.0.0.1:{prompt_server.port}/mcp"
+    with ThreadPoolExecutor(1) as thread:
+        thread.submit(register, name="Prompt server", slug="ps", transport="http", url=url).result()
+    UserChatDefaults.objects.update_or_create(user=e2e_user, defaults={"enabled_tools": {"mcp_ps": ["echo"]}})
+    for _ in range(20):
+        page.goto(f"{stack.url}/")
+        if page.get_by_test_id("toolset-item-mcp_ps").count():
+            break
+        page.wait_for_timeout(1000)
+    button = page.get_by_test_id("mcp-resources-button")
+    button.click()
+    picker = page.get_by_test_id("mcp-resource-picker")
+    expect(picker).to_be_visible(timeout=20_000)
+    expect(picker).to_contain_text("notes://today")
+    shot(page, "mcp-new-chat-resource-picker")
+    _no_blocking(page, "#mcp-panel")
+    picker.get_by_role("button", name="Attach Today's notes").click()
+    expect(page.get_by_test_id("attach-chip")).to_have_count(1, timeout=20_000)
+    expect(page.locator(".file-chip.is-ready")).to_have_count(1, timeout=30_000)
+    assert not Chat.objects.filter(owner=e2e_user).exists()  # an attachment alone starts nothing
+    page.fill("#composer-input", "What do the notes say?")
+    page.keyboard.press("Enter")
+    page.wait_for_url(re.compile(r"/chats/\d+/$"), timeout=20_000)
+    wait_socket(page)
+    wait_turn_done(page)
+    expect(page.get_by_test_id("message-file")).to_have_count(1, timeout=20_000)
+    assert "Today" in page.get_by_test_id("message-file").first.inner_text()
+    chat = Chat.objects.get(owner=e2e_user)
+    assert chat.enabled_tools.get("mcp_ps") == ["echo"]

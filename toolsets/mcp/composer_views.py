@@ -2,13 +2,17 @@
 form and `completion/complete` suggestions), using a prompt, and the resource picker.
 
 Every view is the chat owner's only, and every server is one the chat selected and the user may
-use (`prompts.sources`): a server an admin keeps from the user is never asked for anything.
+use (`prompts.sources`): a server an admin keeps from the user is never asked for anything. On
+the home page (`chat_id` None, "new" in the address) the servers are those of the chat it would
+create (the user's toolsets selection there); inserting a prompt with answered messages creates
+that chat, while a resource or a prompt's question just goes to the composer, like an upload.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import wraps
 from typing import Any
 
@@ -18,10 +22,13 @@ from django.db import transaction
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.template.loader import render_to_string
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from chat import branches
+from chat import views as chat_views
 from chat.exchanges import BUSY, enabled_models, exchange_views, lock_idle
+from chat.forms import NewChatForm, first_error
 from chat.models import Chat, Turn
 from core.http import AuthedRequest
 from core.redact import redact
@@ -38,25 +45,34 @@ log = logging.getLogger(__name__)
 MAX_QUERY = 200
 
 
-def _chat(request: AuthedRequest, chat_id: int) -> Chat:
+@dataclass
+class Scope:
+    """The chat the composer writes to, or None on the home page, and the tools it selects."""
+
+    chat: Chat | None
+    tools: dict[str, list[str]]
+
+    @property
+    def pk(self) -> int | None:
+        return self.chat.pk if self.chat else None
+
+
+def _chat(request: AuthedRequest, chat_id: int | None) -> Scope:
+    if chat_id is None:
+        return Scope(None, chat_views.new_chat_tools(request))
     chat = Chat.objects.filter(pk=chat_id, owner=request.user).first()
     if chat is None:
         raise Http404
-    return chat
+    return Scope(chat, chat.enabled_tools or {})
 
 
-def _source(request: AuthedRequest, chat: Chat, slug: str) -> Source:
-    found = prompts.source(request.user.pk, chat.enabled_tools, slug)
+def _source(request: AuthedRequest, chat: Scope, slug: str) -> Source:
+    found = prompts.source(request.user.pk, chat.tools, slug)
     if found is not None:
         return found
     server = MCPServer.objects.filter(slug=slug, enabled=True).first()
     state = availability.for_toolset(request.user.pk, server.toolset_id) if server else None
-    if (
-        server is None
-        or state is None
-        or state.blocked_by_admin
-        or not (chat.enabled_tools or {}).get(server.toolset_id)
-    ):
+    if server is None or state is None or state.blocked_by_admin or not chat.tools.get(server.toolset_id):
         # Not selected, not allowed, or not there: the same answer, so nothing is learnt.
         raise Http404
     # The user's server, out of reach for now (unreachable, needs their key or connection).
@@ -96,19 +112,19 @@ def _answers_failures(view: Callable[..., HttpResponse]) -> Callable[..., HttpRe
 
 @login_required
 @require_GET
-def prompt_menu(request: AuthedRequest, chat_id: int) -> HttpResponse:
+def prompt_menu(request: AuthedRequest, chat_id: int | None) -> HttpResponse:
     """The listbox of prompts matching what follows the `/` (`q`)."""
     chat = _chat(request, chat_id)
     query = request.GET.get("q", "")[:MAX_QUERY].strip().lower()
-    chosen = prompts.sources(request.user.pk, chat.enabled_tools)
+    chosen = prompts.sources(request.user.pk, chat.tools)
     found, problems = async_to_sync(prompts.list_prompts)(chosen, request.user.pk)
     if query:
         found = [p for p in found if query in p.name.lower() or query in p.title.lower()]
-    context = {"prompts": found, "problems": [redact(p) for p in problems], "query": query, "chat_id": chat.pk}
+    context = {"prompts": found, "problems": [redact(p) for p in problems], "query": query, "scope": chat.pk}
     return render(request, "toolsets/mcp/_prompt_menu.html", context)
 
 
-def _prompt(request: AuthedRequest, chat: Chat, slug: str, name: str) -> tuple[Source, Prompt]:
+def _prompt(request: AuthedRequest, chat: Scope, slug: str, name: str) -> tuple[Source, Prompt]:
     found = _source(request, chat, slug)
     listed, problems = async_to_sync(prompts.list_prompts)([found], request.user.pk)
     prompt = prompts.find_prompt(listed, slug, name)
@@ -122,21 +138,21 @@ def _prompt(request: AuthedRequest, chat: Chat, slug: str, name: str) -> tuple[S
 @login_required
 @require_GET
 @_answers_failures
-def prompt_form(request: AuthedRequest, chat_id: int, slug: str) -> HttpResponse:
+def prompt_form(request: AuthedRequest, chat_id: int | None, slug: str) -> HttpResponse:
     chat = _chat(request, chat_id)
     _, prompt = _prompt(request, chat, slug, request.GET.get("name", ""))
     return render(request, "toolsets/mcp/_prompt_form.html", _form_context(chat, prompt, {}, {}))
 
 
-def _form_context(chat: Chat, prompt: Prompt, values: dict[str, str], errors: dict[str, str]) -> dict[str, Any]:
+def _form_context(chat: Scope, prompt: Prompt, values: dict[str, str], errors: dict[str, str]) -> dict[str, Any]:
     fields = [{"arg": a, "value": values.get(a.name, ""), "error": errors.get(a.name, "")} for a in prompt.arguments]
-    return {"chat": chat, "prompt": prompt, "fields": fields}
+    return {"scope": chat.pk, "prompt": prompt, "fields": fields}
 
 
 @login_required
 @require_GET
 @_answers_failures
-def complete(request: AuthedRequest, chat_id: int, slug: str) -> HttpResponse:
+def complete(request: AuthedRequest, chat_id: int | None, slug: str) -> HttpResponse:
     """Suggestions for one argument of a prompt (`prompt=`) or a resource template
     (`template=`), given what is typed (`value`) and the form's other values (`ctx.<name>`)."""
     chat = _chat(request, chat_id)
@@ -172,7 +188,7 @@ def complete(request: AuthedRequest, chat_id: int, slug: str) -> HttpResponse:
 @login_required
 @require_POST
 @_answers_failures
-def use_prompt(request: AuthedRequest, chat_id: int, slug: str) -> HttpResponse:
+def use_prompt(request: AuthedRequest, chat_id: int | None, slug: str) -> HttpResponse:
     """`prompts/get` with the form's arguments; its messages go into the conversation (answered
     ones as exchanges, the last question into the composer with its files as chips)."""
     chat = _chat(request, chat_id)
@@ -196,20 +212,47 @@ def use_prompt(request: AuthedRequest, chat_id: int, slug: str) -> HttpResponse:
         return _error(str(exc))
     if not runs:
         return _error(f"{found.server.name} returned no messages for {prompt.command}.", status=502)
+    if chat.chat is None:
+        return _into_new_chat(request, found, prompt, runs)
     with transaction.atomic():
-        if not lock_idle(chat):
+        if not lock_idle(chat.chat):
             return _error(BUSY, status=409)
-        inserted = prompts.insert(chat, runs, {"server": found.slug, "prompt": prompt.name})
+        inserted = prompts.insert(chat.chat, runs, {"server": found.slug, "prompt": prompt.name})
     html = ""
     if inserted.turns:
         made = branches.with_versions(Turn.objects.filter(pk__in=[t.pk for t in inserted.turns])).order_by("id")
         exchanges = exchange_views(list(made), latest=inserted.turns[-1].pk)
-        models = enabled_models(chat.owner_id)
+        models = enabled_models(request.user.pk)
         html = "".join(
-            render_to_string("chat/_exchange.html", {"chat": chat, "exchange": e, "models": models}, request)
+            render_to_string("chat/_exchange.html", {"chat": chat.chat, "exchange": e, "models": models}, request)
             for e in exchanges
         )
     return JsonResponse({"html": html, "draft": inserted.draft, "files": [file_json(f) for f in inserted.files]})
+
+
+def _into_new_chat(request: AuthedRequest, found: Source, prompt: Prompt, runs: list[prompts.Part]) -> HttpResponse:
+    """On the home page: a prompt with answered messages starts the chat (with the model and
+    settings the page shows, sent along) and the page continues on it; a prompt that only asks
+    leaves its question in the composer, and the first message creates the chat as usual."""
+    if not any(run.role == "assistant" for run in runs):
+        question = prompts.insert(None, runs)  # no exchange to make: no chat is touched
+        return JsonResponse({"html": "", "draft": question.draft, "files": [file_json(f) for f in question.files]})
+    form = NewChatForm(request.POST, user_id=request.user.pk)
+    if not form.is_valid():
+        return _error(first_error(form))
+    with transaction.atomic():
+        try:
+            chat = chat_views.new_chat(request, form)
+        except chat_views.NotCreated as exc:
+            return _error(str(exc))
+        inserted = prompts.insert(chat, runs, {"server": found.slug, "prompt": prompt.name})
+    return JsonResponse(
+        {
+            "redirect": reverse("chat:detail", args=[chat.pk]),
+            "draft": inserted.draft,
+            "files": [file_json(f) for f in inserted.files],
+        }
+    )
 
 
 # --- Resources ---------------------------------------------------------------------------------
@@ -227,13 +270,13 @@ def _find_template(request: AuthedRequest, found: Source, uri_template: str) -> 
 
 @login_required
 @require_GET
-def resource_picker(request: AuthedRequest, chat_id: int) -> HttpResponse:
+def resource_picker(request: AuthedRequest, chat_id: int | None) -> HttpResponse:
     chat = _chat(request, chat_id)
     listed, templates, problems = async_to_sync(resources.list_resources)(
-        prompts.sources(request.user.pk, chat.enabled_tools), request.user.pk
+        prompts.sources(request.user.pk, chat.tools), request.user.pk
     )
     context: dict[str, Any] = {
-        "chat": chat,
+        "scope": chat.pk,
         "resources": listed,
         "templates": templates,
         "problems": [redact(p) for p in problems],
@@ -244,7 +287,7 @@ def resource_picker(request: AuthedRequest, chat_id: int) -> HttpResponse:
 @login_required
 @require_POST
 @_answers_failures
-def attach_resource(request: AuthedRequest, chat_id: int, slug: str) -> HttpResponse:
+def attach_resource(request: AuthedRequest, chat_id: int | None, slug: str) -> HttpResponse:
     """Reads a resource (`uri`, or a template `template` with `var.<name>` values) and stores
     its contents as the user's files, for the composer's chips."""
     chat = _chat(request, chat_id)
