@@ -196,7 +196,7 @@ def test_a_servers_question_on_a_tool_card(page: Page) -> None:
     import sys
     from concurrent.futures import ThreadPoolExecutor
 
-    from tests.toolsets.mcp.conftest import register
+    from tests.toolsets.mcp.conftest import register, seen_by_stack
     from toolsets.models import ToolsetConfig
 
     with ThreadPoolExecutor(1) as thread:  # off Playwright's thread, which runs its own loop
@@ -205,6 +205,7 @@ def test_a_servers_question_on_a_tool_card(page: Page) -> None:
             register, name="Shop", slug="shop", transport="stdio", command=sys.executable, args=[str(asking)]
         ).result()
     ToolsetConfig.objects.create(toolset_id="mcp_shop", policy="auto")
+    seen_by_stack()
     page.goto(page.base_url + "/")  # type: ignore[attr-defined]
     send(page, "Hello")
     page.wait_for_url("**/chats/*/")

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Locator, Page, expect
 
-from tests.toolsets.mcp.conftest import register
+from tests.toolsets.mcp.conftest import register, seen_by_stack
 from toolsets.mcp.discovery import refresh
 from toolsets.models import ToolExecution, ToolsetConfig
 from toolsets.registry import all_toolsets
@@ -58,6 +58,7 @@ def add_server(slug: str, name: str, command: str, args: list[str]) -> None:
         thread.submit(_registered, slug, name, command, args).result()
     # The admin lets this server's tools run without asking: the card shows the question only.
     ToolsetConfig.objects.create(toolset_id=f"mcp_{slug}", policy="auto")
+    seen_by_stack()
 
 
 def select(page: Page, slug: str) -> None:

@@ -14,7 +14,7 @@ import pytest
 from playwright.sync_api import Page, Route, expect
 
 from tests.e2e.axe import axe_violations, blocking
-from tests.toolsets.mcp.conftest import SERVER, register, serve
+from tests.toolsets.mcp.conftest import SERVER, register, seen_by_stack, serve
 from toolsets.mcp.models import MCPServer, OAuthGrant
 
 from .conftest import shot
@@ -33,6 +33,7 @@ def provider(stack: Any, e2e_user: Any) -> Iterator[tuple[str, MCPServer]]:
             server = thread.submit(
                 register, name="Calendar", slug="cal", transport="http", url=f"{base}/mcp", credential="oauth"
             ).result()
+        seen_by_stack()
         yield base, server
 
 

@@ -15,7 +15,7 @@ from django.core.cache import cache
 from playwright.sync_api import Browser, Page, expect
 
 from chat.models import Chat, UserChatDefaults
-from tests.toolsets.mcp.conftest import Restartable, register
+from tests.toolsets.mcp.conftest import Restartable, register, seen_by_stack
 from tests.toolsets.mcp.test_prompts import PROMPT_SERVER
 from toolsets.files.models import FileLimits
 
@@ -54,6 +54,7 @@ def _chat_with_server(owner: Any, server: Restartable) -> Chat:
     # Off Playwright's thread, which runs its own event loop.
     with ThreadPoolExecutor(1) as thread:
         thread.submit(register, name="Prompt server", slug="ps", transport="http", url=url).result()
+    seen_by_stack()
     return Chat.objects.create(owner=owner, title="Prompts", enabled_tools={"mcp_ps": ["toolset__mcp_ps__echo"]})
 
 
@@ -214,6 +215,7 @@ def test_slash_on_the_new_chat_page_creates_the_chat_with_the_prompts_messages(
     url = f"http://127.0.0.1:{prompt_server.port}/mcp"
     with ThreadPoolExecutor(1) as thread:
         thread.submit(register, name="Prompt server", slug="ps", transport="http", url=url).result()
+    seen_by_stack()
     # The toolsets the home page's popover chose are those of the chat it creates.
     UserChatDefaults.objects.update_or_create(user=e2e_user, defaults={"enabled_tools": {"mcp_ps": ["echo"]}})
     # The server's tools are listed in the background: until then the home page's popover (and
@@ -296,6 +298,7 @@ def test_a_resource_attached_on_the_new_chat_page_goes_with_the_first_message(
     url = f"http://127.0.0.1:{prompt_server.port}/mcp"
     with ThreadPoolExecutor(1) as thread:
         thread.submit(register, name="Prompt server", slug="ps", transport="http", url=url).result()
+    seen_by_stack()
     UserChatDefaults.objects.update_or_create(user=e2e_user, defaults={"enabled_tools": {"mcp_ps": ["echo"]}})
     for _ in range(20):
         page.goto(f"{stack.url}/")

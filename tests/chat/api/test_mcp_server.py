@@ -447,7 +447,7 @@ def test_server(transactional_db: Any) -> Any:
     tools report progress, sleep until cancelled, and link resources of their own."""
     import sys
 
-    from tests.toolsets.mcp.conftest import SERVER, register
+    from tests.toolsets.mcp.conftest import SERVER, register, seen_by_stack
 
     server = register(
         name="Test server", slug="t1", transport="stdio", command=sys.executable, args=[str(SERVER)], timeout_s=30
@@ -455,6 +455,7 @@ def test_server(transactional_db: Any) -> Any:
     # Tools of an MCP server ask before they run unless they say they only read: these may run.
     for tool in ("steps", "slow", "linked", "picture", "audiences"):
         ToolRule.objects.create(toolset_id="mcp_t1", tool=tool, policy="auto")
+    seen_by_stack()
     return server
 
 

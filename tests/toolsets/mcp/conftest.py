@@ -33,6 +33,17 @@ def _fresh_catalog() -> Iterator[None]:
     catalog._health.clear()
 
 
+# The test stack's web and worker processes read the MCP servers again at most every
+# catalog.SNAPSHOT_TTL_S (2 s; the module's default, which unit tests may raise in this process
+# only): a server added here is certainly theirs once that much time has passed.
+STACK_SNAPSHOT_S = 2.0
+
+
+def seen_by_stack() -> None:
+    """Wait until the test stack's processes see the servers this process just saved."""
+    time.sleep(STACK_SNAPSHOT_S + 0.3)
+
+
 def register(**fields: Any) -> Any:
     """An MCPServer row with its tools discovered, and the registry's snapshot refreshed."""
     from toolsets.mcp.discovery import refresh
