@@ -59,8 +59,8 @@ lighthouse: install static /usr/bin/chromium
 # The official MCP conformance suite (npm @modelcontextprotocol/conformance, run by Node 22 from
 # npm node@22): its client scenarios against Tessera's MCP client (tests/conformance/run.py) and
 # its server scenarios against Tessera's /mcp on the real stack (tests/conformance/test_server.py);
-# then Tessera's client with real third-party servers (PyPI mcp-server-time and mcp-server-git in a
-# venv of their own under .cache/, npm server-everything). Failures a scenario cannot avoid are in
+# the venv of the PyPI third-party servers (mcp-server-time and mcp-server-git, which make test
+# also makes) under .cache/. Failures a scenario cannot avoid are in
 # tests/conformance/expected-failures.yml, each with its reason. Not part of `make test`.
 .cache/mcp-servers/.installed: tests/toolsets/mcp/third-party-servers.txt
 	@test -x .cache/mcp-servers/bin/python || $(BASE_PYTHON) -m venv .cache/mcp-servers
