@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.toolsets.mcp.conftest import SERVER, register
+from tests.toolsets.mcp.conftest import SERVER, register, seen_by_stack
 from toolsets.models import ToolsetConfig
 
 from .conftest import SHOTS, normalized_messages, send, shot, wait_socket, wait_turn_done
@@ -39,6 +39,7 @@ def test_image_audio_file_and_resource_link_cards_are_the_same_live_and_reloaded
         ).result()
     # The admin lets this server's tools run without asking (its annotations are not trusted).
     ToolsetConfig.objects.create(toolset_id="mcp_cards", policy="auto")
+    seen_by_stack()
 
     page.goto(stack.url + "/")
     send(page, "Hello")
