@@ -213,5 +213,7 @@ def _stored_secrets_changed(**_: Any) -> None:
             shared.incr(GENERATION_KEY)
         except ValueError:  # not there yet
             shared.add(GENERATION_KEY, 1, timeout=None)
-    except Exception:  # the cache is advice here: the saving process registered the value itself
-        log.warning("Could not announce a changed secret", exc_info=True)
+    except Exception as exc:  # the cache is advice here: the saving process registered the value itself
+        # One line, no traceback: with no Redis running (a `migrate` or a seed before the
+        # services start) this is expected, and nothing else reads the announcement then.
+        log.warning("Could not announce a changed secret to other processes: %s", exc)
