@@ -1,12 +1,24 @@
 from django.urls import path
 
-import core.converters  # noqa: F401 - registers the <id:…> converter
+import core.converters  # noqa: F401 - registers the <id:…> and <id_or_new:…> converters
 
-from . import approval_views, elicitation_views, manage, shares, turn_views, views
+from . import approval_views, elicitation_views, manage, mcp_composer, shares, turn_views, views
 
 app_name = "chat"
 
 urlpatterns = [
+    # The composer's MCP prompt menu and resource picker (chat/mcp_composer.py), for one chat, or
+    # ("new") for the chat the home page would create.
+    path("toolsets/mcp/chats/<id_or_new:chat_id>/prompts/", mcp_composer.prompt_menu, name="mcp_prompts"),
+    path("toolsets/mcp/chats/<id_or_new:chat_id>/resources/", mcp_composer.resource_picker, name="mcp_resources"),
+    path(
+        "toolsets/mcp/chats/<id_or_new:chat_id>/<slug:slug>/prompt/", mcp_composer.prompt_form, name="mcp_prompt_form"
+    ),
+    path(
+        "toolsets/mcp/chats/<id_or_new:chat_id>/<slug:slug>/prompt/use/", mcp_composer.use_prompt, name="mcp_prompt_use"
+    ),
+    path("toolsets/mcp/chats/<id_or_new:chat_id>/<slug:slug>/complete/", mcp_composer.complete, name="mcp_complete"),
+    path("toolsets/mcp/chats/<id_or_new:chat_id>/<slug:slug>/attach/", mcp_composer.attach_resource, name="mcp_attach"),
     path("", views.home, name="home"),
     path("chats/new/", views.create_chat, name="create"),
     path("chats/<id:chat_id>/", views.chat_detail, name="detail"),

@@ -23,7 +23,7 @@ from toolsets.files import attach
 from toolsets.files.models import Attachment, FileLimits
 
 from .catalog import clean_text
-from .prompts import MAX_ARGUMENT_LENGTH, Source, cached_list, request
+from .lists import MAX_ARGUMENT_LENGTH, Source, cached_list, request
 
 MAX_URI = 2000
 MAX_VARIABLES = 10

@@ -27,18 +27,17 @@ from django.views.decorators.http import require_GET, require_POST
 
 from chat import branches
 from chat import views as chat_views
-from chat.exchanges import BUSY, enabled_models, exchange_views, lock_idle
+from chat.exchanges import BUSY, enabled_models, exchange_views, lock_idle, title_from
 from chat.forms import NewChatForm, first_error
-from chat.models import Chat, Turn
+from chat.models import Chat, Message, Turn
 from core.http import AuthedRequest
 from core.redact import redact
 from toolsets import availability
 from toolsets.base import ToolFailure
 from toolsets.files.views import file_json
-
-from . import prompts, resources
-from .models import MCPServer
-from .prompts import Prompt, Source
+from toolsets.mcp import prompts, resources
+from toolsets.mcp.models import MCPServer
+from toolsets.mcp.prompts import Prompt, Source
 
 log = logging.getLogger(__name__)
 
@@ -217,7 +216,7 @@ def use_prompt(request: AuthedRequest, chat_id: int | None, slug: str) -> HttpRe
     with transaction.atomic():
         if not lock_idle(chat.chat):
             return _error(BUSY, status=409)
-        inserted = prompts.insert(chat.chat, runs, {"server": found.slug, "prompt": prompt.name})
+        inserted = insert(chat.chat, runs, {"server": found.slug, "prompt": prompt.name})
     html = ""
     if inserted.turns:
         made = branches.with_versions(Turn.objects.filter(pk__in=[t.pk for t in inserted.turns])).order_by("id")
@@ -235,7 +234,7 @@ def _into_new_chat(request: AuthedRequest, found: Source, prompt: Prompt, runs: 
     settings the page shows, sent along) and the page continues on it; a prompt that only asks
     leaves its question in the composer, and the first message creates the chat as usual."""
     if not any(run.role == "assistant" for run in runs):
-        question = prompts.insert(None, runs)  # no exchange to make: no chat is touched
+        question = insert(None, runs)  # no exchange to make: no chat is touched
         return JsonResponse({"html": "", "draft": question.draft, "files": [file_json(f) for f in question.files]})
     form = NewChatForm(request.POST, user_id=request.user.pk)
     if not form.is_valid():
@@ -245,7 +244,7 @@ def _into_new_chat(request: AuthedRequest, found: Source, prompt: Prompt, runs: 
             chat = chat_views.new_chat(request, form)
         except chat_views.NotCreated as exc:
             return _error(str(exc))
-        inserted = prompts.insert(chat, runs, {"server": found.slug, "prompt": prompt.name})
+        inserted = insert(chat, runs, {"server": found.slug, "prompt": prompt.name})
     return JsonResponse(
         {
             "redirect": reverse("chat:detail", args=[chat.pk]),
@@ -320,3 +319,59 @@ def attach_resource(request: AuthedRequest, chat_id: int | None, slug: str) -> H
     except resources.Unusable as exc:
         return _error(str(exc), status=413 if "larger than" in str(exc) else 400)
     return JsonResponse({"files": [file_json(f) for f in stored]}, status=201)
+
+
+# --- A prompt's messages in the conversation ---------------------------------------------------
+
+
+@dataclass
+class Inserted:
+    turns: list[Any]  # chat.models.Turn, completed exchanges made of the prompt's messages
+    draft: str  # the prompt's last user text, for the composer (the user edits, then sends)
+    files: list[Any]  # that text's files, not yet on a message (the composer's chips)
+
+
+def insert(chat: Any, runs: list[prompts.Part], origin: dict[str, str] | None = None) -> Inserted:
+    """Each user run answered by an assistant run becomes a completed exchange of the chat (no
+    model call: the server wrote both sides; `origin`, the server and prompt, is kept on the
+    question); a last, unanswered user run goes to the composer. Call inside a transaction with
+    the chat locked idle (`chat.exchanges.lock_idle`)."""
+    from toolsets.files import attach
+
+    turns: list[Any] = []
+    pending: prompts.Part | None = None
+    for run in runs:
+        if run.role == "user":
+            if pending is not None:  # two user runs cannot happen (runs alternate); defensive
+                pending.text += run.text
+                pending.files += run.files
+            else:
+                pending = run
+            continue
+        question = pending or prompts.Part("user", [], [])
+        pending = None
+        model, _ = chat.next_model()
+        turn = Turn.objects.create(chat=chat, model=model, status=Turn.Status.COMPLETED)
+        asked = Message.objects.create(
+            chat=chat,
+            turn=turn,
+            role=Message.Role.USER,
+            content="\n\n".join(question.text).strip() or "…",
+            metadata={"mcp_prompt": origin or {}},
+        )
+        attach.link(question.files, asked)
+        answer = "\n\n".join(run.text).strip()
+        if run.files:
+            names = ", ".join(f.name for f in run.files)
+            answer += f"\n\n(The prompt's answer carried files, attached to the question above: {names}.)"
+            attach.link(run.files, asked)
+        Message.objects.create(
+            chat=chat, turn=turn, role=Message.Role.ASSISTANT, content=answer, step=0, finish_reason="stop"
+        )
+        turns.append(turn)
+    if turns and not chat.title:
+        chat.title = title_from(Message.objects.filter(turn=turns[0], role="user").values_list("content", flat=True)[0])
+        chat.save(update_fields=["title", "updated_at"])
+    if pending is None:
+        return Inserted(turns, "", [])
+    return Inserted(turns, "\n\n".join(pending.text).strip(), pending.files)
