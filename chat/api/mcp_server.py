@@ -18,7 +18,7 @@ Desktop, IDEs, agent frameworks), under the same rules as the chat.
   open (or as text). A client's cancellation stops the tool (audited as cancelled) or the agent's
   turn. An agent runs in a Celery worker, as in the chat (chat/api/openai.py starts its turn),
   and its progress streams as notifications.
-- Ask tools: the client's own confirmation form (form-mode elicitation: `elicitation/create`
+- Ask tools (mcp_ask.py): the client's own confirmation form (form-mode elicitation: `elicitation/create`
   during the call in the handshake era, an `InputRequiredResult` and a retry in the 2026-07-28
   revision), else Tessera's approval page (URL-mode elicitation, chat/approval_views.py), else
   an error naming the ways that work. A token created with *may approve* runs them directly.

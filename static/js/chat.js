@@ -249,7 +249,14 @@
     }
     buttons.forEach(function (b) { b.disabled = true; });
     box.setAttribute("aria-busy", "true");
-    fetch(box.dataset.approvalUrl, {
+    postAnswer(box.dataset.approvalUrl, body, box, "[data-approval-status]", settle);
+  }
+
+  // A card's answer (an approval, a server's question): POSTed as a form; the outcome goes to
+  // the card's own settle(text, failed, fieldErrors) and status line. The card's new state
+  // arrives over the socket.
+  function postAnswer(url, body, box, statusSelector, settle) {
+    fetch(url, {
       method: "POST",
       credentials: "same-origin",
       headers: { "X-CSRFToken": csrfToken(), "Content-Type": "application/x-www-form-urlencoded" },
@@ -258,11 +265,11 @@
       return response.json().catch(function () { return {}; }).then(function (data) {
         if (response.ok) {
           settle("", false);
-          var status = box.querySelector("[data-approval-status]");
+          var status = box.querySelector(statusSelector);
           if (status) status.textContent = data.message || "Answer sent.";
           return;
         }
-        settle(data.message || "Could not send your answer. Try again.", true);
+        settle(data.message || "Could not send your answer. Try again.", true, data.errors);
       });
     }).catch(function () {
       settle("Could not reach Tessera. Check your connection and try again.", true);
@@ -313,24 +320,7 @@
     }
     buttons.forEach(function (b) { b.disabled = true; });
     box.setAttribute("aria-busy", "true");
-    fetch(url, {
-      method: "POST",
-      credentials: "same-origin",
-      headers: { "X-CSRFToken": csrfToken(), "Content-Type": "application/x-www-form-urlencoded" },
-      body: body.toString(),
-    }).then(function (response) {
-      return response.json().catch(function () { return {}; }).then(function (data) {
-        if (response.ok) {
-          settle("", false);
-          var status = box.querySelector("[data-elicitation-status]");
-          if (status) status.textContent = data.message || "Answer sent.";
-          return;
-        }
-        settle(data.message || "Could not send your answer. Try again.", true, data.errors);
-      });
-    }).catch(function () {
-      settle("Could not reach Tessera. Check your connection and try again.", true);
-    });
+    postAnswer(url, body, box, "[data-elicitation-status]", settle);
   }
 
   // --- The one click listener -------------------------------------------------------------------
