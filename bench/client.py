@@ -6,7 +6,7 @@ timestamps and stores frames while the load runs (parsing would slow the very lo
 the timestamps); `analyze_turn` does the work afterwards, replaying the frames the way the page
 applies them.
 
-How a turn's text reaches the page (chat/streaming.py), and so how markers are matched:
+How a turn's text reaches the page (chat/worker/streaming.py), and so how markers are matched:
 - `<div hx-swap-oob="beforeend:#tail-T-S">new chars</div>`  appends raw text to the tail;
 - `<div hx-swap-oob="beforeend:#blocks-T-S">html</div>`     appends finished, rendered blocks;
 - `<div id="tail-T-S" class="md-tail" hx-swap-oob="true">…</div>` replaces the tail.

@@ -2,7 +2,7 @@
 
     python -m bench.context
 
-Offline and without Django: the agent loop (chat/agent/loop.py) and its LiteLLM seam run for
+Offline and without Django: the agent loop (agent/loop.py) and its LiteLLM seam run for
 real against a scripted completion that records each request; tokens are LiteLLM's count for
 `gpt-4o` over the whole request (messages and tools), as a provider would bill them.
 
@@ -31,10 +31,10 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import litellm
 
-from chat.agent.catalogue import ToolBudget
-from chat.agent.llm import LiteLLMModel, ModelConfig
-from chat.agent.loop import Agent, CancelToken
-from chat.agent.types import ToolCall, ToolResult, Usage
+from agent.catalogue import ToolBudget
+from agent.llm import LiteLLMModel, ModelConfig
+from agent.loop import Agent, CancelToken
+from agent.types import ToolCall, ToolResult, Usage
 
 SYSTEM = {"role": "system", "content": "You are Tessera, a helpful assistant. " * 20}
 COUNT_MODEL = "gpt-4o"

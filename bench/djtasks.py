@@ -4,6 +4,7 @@ environment (its database and Redis). Each command prints one JSON line last.
 - `setup`: migrate, create the bench users and the `openai/bench` model pointing at the fake
   provider (the default model, as an admin would configure it), plus the demo model.
 - `bigchat`: a long chat built straight in the database (scenario 4).
+- `caps`: the workers' fair share (App settings: running answers per person and per token).
 - `render`: GET a chat page through Django's test client, timing it server-side and counting
   SQL queries; `--profile` adds a cProfile of one render.
 """
@@ -46,6 +47,9 @@ def setup(args: argparse.Namespace) -> dict[str, Any]:
         name="Bench (fake provider)", model="openai/bench", api_base=args.api_base, api_key="x", is_default=True
     )
     demo, _ = LLMModel.objects.get_or_create(model="demo/tessera", defaults={"name": "Demo (offline)"})
+    # The message-path scenarios run many turns per user on purpose: no fair-share caps (the
+    # fair-share scenario sets them for its own runs).
+    caps(argparse.Namespace(user=0, token=0))
     return {
         "users": [f"bench{i}" for i in range(args.users)],
         "bench_model": bench.pk,
@@ -74,7 +78,7 @@ def _default_tools() -> dict[str, Any]:
     try:
         from chat.selection import default_selection
     except ImportError:
-        from chat.tools import default_selection  # type: ignore[attr-defined, no-redef]
+        from chat.worker.tools import default_selection  # type: ignore[attr-defined, no-redef]
     return dict(default_selection())
 
 
@@ -211,6 +215,16 @@ def render(args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
+def caps(args: argparse.Namespace) -> dict[str, Any]:
+    """The fair share's caps (App settings), as an admin sets them; 0: no cap."""
+    from chat.models import AppSettings
+
+    app = AppSettings.load()
+    app.running_turns_per_user, app.running_turns_per_token = args.user, args.token
+    app.save()
+    return {"running_turns_per_user": args.user, "running_turns_per_token": args.token}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="command", required=True)
@@ -229,8 +243,11 @@ def main() -> None:
     p.add_argument("--user", default="bench0")
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--profile", default="")
+    p = sub.add_parser("caps")
+    p.add_argument("--user", type=int, required=True)
+    p.add_argument("--token", type=int, default=0)
     args = parser.parse_args()
-    result = {"setup": setup, "bigchat": bigchat, "render": render}[args.command](args)
+    result = {"setup": setup, "bigchat": bigchat, "render": render, "caps": caps}[args.command](args)
     print(json.dumps(result))
 
 

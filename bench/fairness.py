@@ -46,7 +46,7 @@ async def _first_fragment(session: UserSession, socket: ChatSocket, chat: int) -
 
 
 async def run(bench: Any, files: int, parallel: int = 6, baseline_samples: int = 5) -> dict[str, Any]:
-    from .scenarios import summary
+    from .figures import summary
 
     if len(bench.sessions) < 2:
         raise BenchError("the fairness scenario needs two users")

@@ -40,7 +40,7 @@ from typing import Any
 
 import httpx
 
-from bench.stack import descendants
+from bench.meter import descendants
 
 ROOT = Path(__file__).resolve().parent.parent
 LIGHTHOUSE = ROOT / "node_modules" / ".bin" / "lighthouse"
@@ -56,7 +56,7 @@ THRESHOLDS = {"performance": 98, "accessibility": 100, "best-practices": 100}
 METRICS = ("first-contentful-paint", "largest-contentful-paint", "total-blocking-time", "cumulative-layout-shift")
 PAGES = ("sign-in", "new-chat", "long-chat")
 MESSAGES = 200
-# Questions the demo model answers with tool calls and components (chat/demo/), in turn; the
+# Questions the demo model answers with tool calls and components (demo/), in turn; the
 # last one is its long Markdown answer with a code block. (Not a post draft: that waits for the
 # user's approval.)
 QUESTIONS = [

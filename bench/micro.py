@@ -8,17 +8,17 @@ process, so its own CPU is not counted) at a high token rate, and each figure di
 this process used by the chunks or messages it handled:
 
 - `litellm`: `litellm.acompletion(model="openai/bench", stream=True)` read to its end, as
-  chat/agent/llm.py called it before issue 17 (LiteLLM's end-of-stream rebuild included);
-- `seam_litellm` / `seam_fast`: Tessera's seam (`chat.agent.llm.LiteLLMModel.stream`, text
+  agent/llm.py called it before issue 17 (LiteLLM's end-of-stream rebuild included);
+- `seam_litellm` / `seam_fast`: Tessera's seam (`agent.llm.LiteLLMModel.stream`, text
   events, usage, accumulator) on the LiteLLM path (its end-of-stream rebuild kept to the usage
-  chunk) and on the fast path (chat/agent/openai_stream.py);
+  chunk) and on the fast path (agent/openai_stream.py);
 - `openai_sdk`: the openai package's AsyncOpenAI streaming, which LiteLLM wraps;
 - `raw_sse`: httpx reading the SSE lines and `json.loads` on each: the least a client can do;
 - `send_*`: a channel-layer `group_send` (the worker's share of a fragment), for channels-redis's
   RedisChannelLayer (`redis`) and RedisPubSubChannelLayer (`pubsub`);
 - `roundtrip_*`: the same plus the matching `receive` (so minus `send_*`: Daphne's share);
   `roundtrip_tessera` receives through Tessera's own subscriber (core/pubsub.py);
-- `sink_*`: Tessera's own worker-side cost per fragment, chat.streaming.TurnSink gathering
+- `sink_*`: Tessera's own worker-side cost per fragment, chat.worker.streaming.TurnSink gathering
   2–3 tokens and flushing them (render, live state to Redis, group_send).
 
 A worker process runs Python on one core at a time (the GIL), so 1 s divided by (tokens per
@@ -107,7 +107,7 @@ def _client(kind: str, provider: str) -> Any:
 
 
 async def seam_stream(provider: str, tag: int, fast: bool) -> int:
-    from chat.agent.llm import LiteLLMModel, ModelConfig
+    from agent.llm import LiteLLMModel, ModelConfig
 
     model = LiteLLMModel(
         ModelConfig(model="openai/bench", api_base=f"{provider}/v1", api_key="x", fast_path=fast, retries=0)
@@ -220,7 +220,7 @@ async def layer_roundtrip(kind: str, redis_url: str, messages: int = 3000) -> in
 
 
 async def sink_flushes(kind: str, redis_url: str, flushes: int = 1000) -> tuple[int, float]:
-    """The worker's whole cost per fragment in Tessera's own code: chat.streaming.TurnSink
+    """The worker's whole cost per fragment in Tessera's own code: chat.worker.streaming.TurnSink
     gathering text and flushing it (render the new text, store the live state in Redis,
     group_send). 2–3 tokens per flush, as at 50 tokens/s with a 50 ms window."""
     import django
@@ -229,7 +229,7 @@ async def sink_flushes(kind: str, redis_url: str, flushes: int = 1000) -> tuple[
     django.setup()
     from types import SimpleNamespace
 
-    from chat.streaming import TurnSink
+    from chat.worker.streaming import TurnSink
 
     layer = _layer(kind, redis_url, 100_000)
     client = aioredis.from_url(redis_url)

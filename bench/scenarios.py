@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import statistics
 import subprocess
 import sys
 import time
@@ -35,7 +34,9 @@ from .client import (
     provider_stats,
 )
 from .fake_provider import Plan
-from .stack import ROOT, Meter, Stack, load_average, thread_count
+from .figures import aggregate, merge_runs, summary
+from .meter import Meter, load_average, thread_count
+from .stack import ROOT, Stack
 
 
 @dataclass
@@ -56,27 +57,9 @@ class Options:
     memory_tokens: int = 30
     idle_sockets: int = 500
     fairness_files: int = 200
+    fair_share_samples: int = 10
     budget_s: float = 600.0
     results_dir: Path = Path("bench/results")
-
-
-def pct(values: Iterable[float], q: float) -> float | None:
-    data = sorted(values)
-    if not data:
-        return None
-    # Nearest rank: p99 of 100 samples is the 99th, never an interpolated value nobody saw.
-    rank = max(1, min(len(data), round(q / 100 * len(data) + 0.5)))
-    return round(data[rank - 1], 2)
-
-
-def summary(values: list[float]) -> dict[str, Any]:
-    return {
-        "n": len(values),
-        "p50": pct(values, 50),
-        "p90": pct(values, 90),
-        "p99": pct(values, 99),
-        "max": round(max(values), 2) if values else None,
-    }
 
 
 async def gather_limited[T](aws: Iterable[Awaitable[T]], limit: int) -> list[T]:
@@ -189,7 +172,7 @@ class Bench:
             mark, sync_html = next(final_iter)
             frames = [f for f in socket.frames[:mark] if f.text.startswith(f"<!--seq {result.turn_id} ")]
             analyze_turn(result, frames, log.get(str(result.tag)), self.window_s, sync_html)
-        level = self._aggregate(n, results, usage, wall, load0, threads, sockets)
+        level = aggregate(n, results, usage, wall, load0, threads, sockets)
         level["gc_pauses"] = gc_pauses
         provider1 = await provider_stats(self.stack.provider_url)
         # The floor's own connections are not in this window; every one counted here is the worker's.
@@ -200,95 +183,6 @@ class Bench:
         while True:
             await asyncio.sleep(0.5)
             meter.sample()
-
-    def _aggregate(
-        self,
-        n: int,
-        results: list[TurnResult],
-        usage: dict[str, dict[str, float]],
-        wall: float,
-        load0: float,
-        threads: dict[str, int],
-        sockets: list[ChatSocket],
-    ) -> dict[str, Any]:
-        latencies = [x for r in results for x in r.latencies_ms]
-        series = sorted((t, x) for r in results for t, x in zip(r.emitted_at, r.latencies_ms, strict=True))
-        # Where in the level the slow markers are: per second since the first token.
-        t0 = series[0][0] if series else 0.0
-        by_second: dict[int, list[float]] = {}
-        for t, x in series:
-            by_second.setdefault(int(t - t0), []).append(x)
-        added = [x for r in results for x in r.added_ms]
-        ratios = [r.bytes_wire / r.final_html for r in results if r.final_html]
-        payload = [r.bytes_pushed / r.final_html for r in results if r.final_html]
-        first = [(r.first_frame - r.post_started) * 1000 for r in results if r.first_frame]
-        first_text = [r.first_text_ms for r in results if r.first_text_ms is not None]
-        received = sum(r.received for r in results)
-        posts = [(r.post_done - r.post_started) * 1000 for r in results if r.post_done]
-        errors = sorted({r.error for r in results if r.error})
-        # The first few turns that went wrong, with what arrived, to see why.
-        problems = [
-            {
-                "turn": r.turn_id,
-                "lost": r.lost,
-                "duplicated": r.duplicated,
-                "reordered": r.reordered,
-                "seq_order": r.seq_order[:80],
-                "error": r.error,
-            }
-            for r in results
-            if r.lost or r.duplicated or r.reordered or r.seq_gaps or r.seq_dups or r.seq_reordered or r.error
-        ][:5]
-        return {
-            "turns": n,
-            "completed": sum(1 for r in results if r.finished and not r.error),
-            "wall_s": round(wall, 1),
-            "latency_ms": summary(latencies),
-            "added_ms": summary(added),
-            "p99_by_second": [pct(by_second[k], 99) for k in sorted(by_second)],
-            "markers": {
-                "expected": sum(r.expected for r in results),
-                "received": sum(r.received for r in results),
-                "lost": sum(r.lost for r in results) + sum(r.plan.n for r in results if r.plan and not r.turn_id),
-                "duplicated": sum(r.duplicated for r in results),
-                "reordered": sum(r.reordered for r in results),
-            },
-            "fragments": {
-                "frames": sum(r.frames for r in results),
-                "seq_gaps": sum(r.seq_gaps for r in results),
-                "seq_dups": sum(r.seq_dups for r in results),
-                "seq_reordered": sum(r.seq_reordered for r in results),
-            },
-            "bytes": {
-                "wire_per_turn": round(statistics.mean(r.bytes_wire for r in results)) if results else 0,
-                "payload_per_turn": round(statistics.mean(r.bytes_pushed for r in results)) if results else 0,
-                "final_html": round(statistics.mean(r.final_html for r in results)) if results else 0,
-                "ratio_p50": pct(ratios, 50),
-                "ratio_max": round(max(ratios), 2) if ratios else None,
-                "ratio_payload_p50": pct(payload, 50),
-            },
-            "send_ms": summary(posts),
-            "send_to_first_frame_ms": summary(first),
-            "first_text_ms": summary(first_text),
-            "processes": usage,
-            # CPU seconds each process spent per 1 000 tokens that reached a socket.
-            "cpu_s_per_1k_tokens": _per_1k_tokens(usage, received),
-            "threads": threads,
-            "load_avg_1m": round(load0, 2),
-            "ws_extensions": sorted({e for s in sockets for e in s.extensions}),
-            "errors": errors,
-            "problems": problems,
-            # Raw samples, for pooling runs; dropped from the JSON.
-            "_raw": {
-                "latency": latencies,
-                "added": added,
-                "ratios": ratios,
-                "payload": payload,
-                "first": first,
-                "first_text": first_text,
-                "frames": [(r.turn_id, *f) for r in results for f in r.frame_log],
-            },
-        }
 
     # --- the floor -----------------------------------------------------------------------------
     async def floor(self, n: int, tokens: int, stagger_s: float | None = None) -> dict[str, Any]:
@@ -329,7 +223,7 @@ class Bench:
         for k in range(o.one_chat_turns):
             # The second turn calls two tools in parallel first: cards, argument fragments.
             runs.append(await self.streaming(1, o.one_chat_tokens, tools=2 if k == 1 else 0, label=f"one_chat{k}"))
-        merged = _merge_runs(runs)
+        merged = merge_runs(runs)
         merged["floor"] = await self.floor(1, o.floor_tokens)
         merged["breakdown"] = trace.breakdown(
             merged["_raw"]["frames"], self.stack.logs, self.stack.config.window_ms / 1000
@@ -433,6 +327,13 @@ class Bench:
 
         return await fairness.run(self, self.options.fairness_files)
 
+    async def fair_share(self) -> dict[str, Any]:
+        """Another user's first text while one user bursts slow answers (bench/fair_share.py)."""
+        from . import fair_share
+
+        burst = self.stack.config.concurrency + 4  # more than the worker has threads
+        return await fair_share.run(self, burst, self.options.fair_share_samples)
+
     def start_big_chat(self) -> None:
         """Builds and renders the big chat in a Django process of its own. The smoke run starts
         it early, beside the streaming scenarios (its figures are not what a smoke run is for);
@@ -511,7 +412,7 @@ class Bench:
 
     async def idle_sockets(self) -> dict[str, Any]:
         web = self.stack.pids()["web"]
-        from .stack import rss_mb
+        from .meter import rss_mb
 
         before = rss_mb(web)
         idle = Meter({"web": web})
@@ -547,43 +448,3 @@ class Bench:
             "web_cpu_pct_with_sockets": held_cpu,
             "web_rss_after_close_mb": round(rss_mb(web), 1),
         }
-
-
-def _per_1k_tokens(usage: dict[str, dict[str, float]], tokens: int) -> dict[str, float | None]:
-    per = {
-        name: round(1000 * usage[name]["cpu_s"] / tokens, 3) if tokens and name in usage else None
-        for name in ("web", "worker", "redis")
-    }
-    known = [v for v in per.values() if v is not None]
-    per["server"] = round(sum(known), 3) if known else None
-    return per
-
-
-def _merge_runs(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """Scenario 1 runs turns one after another; their figures are pooled."""
-    raw = {key: [x for r in runs for x in r["_raw"][key]] for key in runs[0]["_raw"]}
-    merged = dict(runs[-1])
-    merged["turns"] = sum(r["turns"] for r in runs)
-    merged["completed"] = sum(r["completed"] for r in runs)
-    merged["wall_s"] = round(sum(r["wall_s"] for r in runs), 1)
-    merged["latency_ms"] = summary(raw["latency"])
-    merged["added_ms"] = summary(raw["added"])
-    merged["send_to_first_frame_ms"] = summary(raw["first"])
-    merged["first_text_ms"] = summary(raw["first_text"])
-    for key in ("markers", "fragments"):
-        merged[key] = {k: sum(r[key][k] for r in runs) for k in runs[0][key]}
-    cpu = {
-        name: {"cpu_s": sum(r["processes"].get(name, {}).get("cpu_s", 0.0) for r in runs)}
-        for name in ("web", "worker", "redis")
-        if name in runs[0]["processes"]
-    }
-    merged["cpu_s_per_1k_tokens"] = _per_1k_tokens(cpu, merged["markers"]["received"])
-    merged["bytes"] = {
-        "per_turn": [{k: r["bytes"][k] for k in ("wire_per_turn", "final_html", "ratio_p50")} for r in runs],
-        "ratio_p50": pct(raw["ratios"], 50),
-        "ratio_max": round(max(raw["ratios"]), 2) if raw["ratios"] else None,
-        "ratio_payload_p50": pct(raw["payload"], 50),
-    }
-    merged["errors"] = sorted({e for r in runs for e in r["errors"]})
-    merged["_raw"] = raw
-    return merged

@@ -65,7 +65,7 @@ if os.environ.get("BENCH_TRACE"):
 
     from django.apps import apps as _apps
 
-    # Once the apps are loaded (chat.streaming imports models), which happens while Celery and
+    # Once the apps are loaded (chat.worker.streaming imports models), which happens while Celery and
     # Daphne start, well before the first fragment.
     if _apps.ready:
         _install_trace_hooks()
@@ -93,7 +93,7 @@ if os.environ.get("BENCH_ANYIO_THREADS"):
 
             anyio.to_thread.current_default_thread_limiter().total_tokens = int(os.environ["BENCH_ANYIO_THREADS"])
 
-        from chat import worker_loop
+        from chat.worker import loop as worker_loop
 
         worker_loop.get().run(limit())
 

@@ -49,7 +49,8 @@ def _trace_log(path: str) -> Any:
 
 
 def install_worker_hooks(path: str) -> None:
-    from chat import live, streaming
+    from chat import live
+    from chat.worker import streaming
 
     log = _trace_log(path)
     original_text = streaming.TurnSink.text
@@ -134,7 +135,7 @@ def read(logs: Path) -> tuple[dict[tuple[int, int], list[float]], dict[tuple[int
 
 def breakdown(frames: list[tuple[int, int, float, float]], logs: Path, window_s: float) -> dict[str, Any]:
     """`frames`: (turn, seq, arrival at the client, emission of the frame's first marker)."""
-    from .scenarios import pct
+    from .figures import pct
 
     worker, web = read(logs)
     stages: dict[str, list[float]] = {key: [] for _, key in STAGES}

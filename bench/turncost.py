@@ -3,7 +3,7 @@ finished fragments, the final writes.
 
     python -m bench.turncost [--turns 40] [--tokens 5] [--tps 1000] [--profile out.pstats] [--path fast|litellm]
 
-Runs the worker's own code (`chat.turns.run_turn_sync`, the process's worker loop) in this
+Runs the worker's own code (`chat.worker.turns.run_turn_sync`, the process's worker loop) in this
 process, one turn after another, against the fake provider with answers of a few tokens, on a
 fresh SQLite database and an embedded Redis. Prints the CPU (`time.process_time`, every thread)
 per turn and the queries per turn; `--profile` writes a cProfile of the measured turns.
@@ -49,7 +49,7 @@ def main() -> None:
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="tessera-turncost-"))
-    from config import embedded_redis
+    from core import embedded_redis
 
     redis_process = embedded_redis.start(work / "redis.sock")
     provider, api_base = _provider()
@@ -81,11 +81,12 @@ def _run(args: argparse.Namespace, api_base: str) -> dict[str, float]:
     from django.core.management import call_command
     from django.db import transaction
 
-    from chat import branches, worker_loop
+    from chat import branches
     from chat.exchanges import start_turn
     from chat.models import Chat, LLMModel, Turn
     from chat.selection import default_selection
-    from chat.turns import run_turn_sync
+    from chat.worker import loop as worker_loop
+    from chat.worker.turns import run_turn_sync
 
     call_command("migrate", interactive=False, verbosity=0)
     user = get_user_model().objects.create_user("turncost", password="x")
@@ -150,8 +151,11 @@ def _run(args: argparse.Namespace, api_base: str) -> dict[str, float]:
 
 def _queries_per_turn(queue_turn: Any, run: Any) -> int:
     """The statements of one turn on every thread: the worker's writes run on the loop's thread
-    pool, whose connections were opened before (a per-connection capture would miss them)."""
+    pool, whose connections were opened before (a per-connection capture would miss them). The
+    MCP servers' snapshot is read beforehand: its re-read every few seconds is not a turn's."""
     from django.db.backends.utils import CursorWrapper
+
+    from toolsets.mcp import catalog
 
     seen: list[str] = []
     original = getattr(CursorWrapper, "_execute")  # noqa: B009 - private, not in the type stubs
@@ -161,11 +165,14 @@ def _queries_per_turn(queue_turn: Any, run: Any) -> int:
         return original(self, sql, *args)
 
     turn_id = queue_turn(999)
+    catalog.toolsets()
+    ttl, catalog.SNAPSHOT_TTL_S = catalog.SNAPSHOT_TTL_S, 3600.0
     setattr(CursorWrapper, "_execute", counting)  # noqa: B010
     try:
         run(turn_id)
     finally:
         setattr(CursorWrapper, "_execute", original)  # noqa: B010
+        catalog.SNAPSHOT_TTL_S = ttl
     if os.environ.get("TURNCOST_SQL"):
         print("\n".join(sql[:160] for sql in seen), file=sys.stderr)
     return len(seen)

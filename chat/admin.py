@@ -10,13 +10,13 @@ from django.db.models import QuerySet, Sum
 from django.http import HttpRequest, HttpResponse
 from django.utils.html import format_html
 
+from chat.spend.chart import csv_safe
 from core import tracing
 from core.groups import label as groups_label
 from core.secrets_form import SecretFieldsMixin
 
-from . import spend_chart
 from .models import AgentDefinition, AppSettings, Budget, Chat, ChatShare, LLMModel, Message, Spend, TokenUsage, Turn
-from .spend_chart import csv_safe
+from .spend import chart as spend_chart
 
 
 class LLMModelForm(SecretFieldsMixin):
@@ -225,6 +225,7 @@ class AppSettingsAdmin(admin.ModelAdmin):
         ("Long chats and many tools", {"fields": ["summary_model", "tool_catalogue_count", "tool_catalogue_tokens"]}),
         ("OpenAI-compatible API", {"fields": ["openai_api", "openai_api_toolsets", "openai_api_agents"]}),
         ("MCP server", {"fields": ["mcp_server", "mcp_server_toolsets", "mcp_server_agents"]}),
+        ("Fair share of the workers", {"fields": ["running_turns_per_user", "running_turns_per_token"]}),
         ("Sharing", {"fields": ["public_shares"]}),
         ("Traces", {"fields": ["trace_content"]}),
     ]
@@ -272,7 +273,7 @@ class SpendAdmin(admin.ModelAdmin):
         return [chart, *super().get_urls()]
 
     def chart_view(self, request: HttpRequest) -> HttpResponse:
-        """Spend over time as a chart and a table (chat/spend_chart.py); `?format=csv` for the
+        """Spend over time as a chart and a table (chat/spend/chart.py); `?format=csv` for the
         table's numbers. A bad filter is a 400 with the form's errors."""
         from django.core.exceptions import PermissionDenied
         from django.template.response import TemplateResponse
@@ -375,6 +376,7 @@ class AgentDefinitionForm(forms.ModelForm):
             "max_iterations",
             "enabled",
             "groups",
+            "knowledge_bases",
         ]
 
     def clean_slug(self) -> str:

@@ -8,7 +8,19 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from core import metrics, strictjson
 
 from . import presenters
-from .events import FINAL_SEQ, FragmentMessage, frame, group_name
+from .events import (
+    FINAL_SEQ,
+    AppMessage,
+    ExchangeMessage,
+    FragmentMessage,
+    QueueMessage,
+    StatusMessage,
+    exchange_frame,
+    frame,
+    group_name,
+    queue_frame,
+    status_frame,
+)
 from .live import LiveTurn
 from .models import Chat, Turn
 
@@ -25,7 +37,7 @@ MAX_ID = 2**63 - 1
 
 class ChatConsumer(AsyncWebsocketConsumer):
     """One socket per open chat page. It forwards the chat group's fragments and, on connect or
-    on request, sends the exact current state of a running turn (see chat.streaming)."""
+    on request, sends the exact current state of a running turn (see chat.worker.streaming)."""
 
     chat_id: int
     group: str = ""
@@ -50,6 +62,11 @@ class ChatConsumer(AsyncWebsocketConsumer):
         self.counted = True
         for turn_id in await _active_turn_ids(chat_id):
             await self.sync_turn(turn_id)
+        # The waiting messages as they are now, when there are any (a tab that shows some asks
+        # again on reconnect: they may have gone while it was away).
+        box = await _box_html(chat_id)
+        if box:
+            await self.send(text_data=queue_frame(box))
 
     async def _refuse(self, code: int) -> None:
         # Accept, then close with a 4xxx code: a refused handshake looks like a network failure
@@ -72,6 +89,9 @@ class ChatConsumer(AsyncWebsocketConsumer):
         try:
             data = strictjson.loads(text_data, max_bytes=MAX_FRAME_BYTES, max_depth=4)
         except strictjson.InvalidJSON:
+            return
+        if isinstance(data, dict) and data.get("type") == "queue":
+            await self.send(text_data=queue_frame(await _box_html(self.chat_id, always=True)))
             return
         turn_id = _turn_id(data.get("turn")) if isinstance(data, dict) and data.get("type") == "sync" else None
         if turn_id is not None and await _turn_in_chat(turn_id, self.chat_id):
@@ -102,6 +122,18 @@ class ChatConsumer(AsyncWebsocketConsumer):
     async def chat_fragment(self, event: FragmentMessage) -> None:
         await self.send(text_data=frame(event["turn"], event["seq"], event["html"], full=event.get("full", False)))
 
+    async def chat_status(self, event: StatusMessage) -> None:
+        await self.send(text_data=status_frame(event["turn"], event["html"]))
+
+    async def chat_queue(self, event: QueueMessage) -> None:
+        await self.send(text_data=queue_frame(event["html"]))
+
+    async def chat_exchange(self, event: ExchangeMessage) -> None:
+        await self.send(text_data=exchange_frame(event["turn"], event["html"]))
+
+    async def chat_app(self, event: AppMessage) -> None:
+        await self.send(text_data=event["html"])
+
 
 def _turn_id(value: Any) -> int | None:
     """A turn id from a frame: a positive integer, or its decimal digits (as the page sends it)."""
@@ -125,3 +157,15 @@ def _active_turn_ids(chat_id: int) -> list[int]:
 @database_sync_to_async
 def _turn_in_chat(turn_id: int, chat_id: int) -> bool:
     return Turn.objects.filter(pk=turn_id, chat_id=chat_id).exists()
+
+
+@database_sync_to_async
+def _box_html(chat_id: int, *, always: bool = False) -> str:
+    """The chat's waiting messages; "" when there are none, unless `always`."""
+    from . import pending
+    from .models import PendingMessage
+
+    chat = Chat.objects.get(pk=chat_id)
+    if not always and not PendingMessage.objects.filter(chat=chat).exists():
+        return ""
+    return pending.box_html(chat)

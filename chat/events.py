@@ -35,6 +35,42 @@ class FragmentMessage(TypedDict):
     full: NotRequired[bool]
 
 
+class StatusMessage(TypedDict):
+    """Out-of-band HTML with no sequence number, for a turn that has no live state yet (one
+    queued behind its owner's other turns, chat/worker/turn_queue.py); the consumer forwards it as it
+    is, and the worker's first fragment replaces it."""
+
+    type: Literal["chat.status"]
+    turn: int
+    html: str
+
+
+class QueueMessage(TypedDict):
+    """The chat's waiting messages (queued, and steers not yet taken), the whole box each time:
+    every tab of the chat shows the same (chat/pending.py)."""
+
+    type: Literal["chat.queue"]
+    html: str
+
+
+class ExchangeMessage(TypedDict):
+    """An exchange no tab has sent itself (a queued message the worker started): appended by
+    every tab of the chat that does not show it yet."""
+
+    type: Literal["chat.exchange"]
+    turn: int
+    html: str
+
+
+class AppMessage(TypedDict):
+    """Out-of-band HTML about an MCP App's View on a finished card (chat/app_asking.py: a call
+    it asks to make waiting for the owner's approval, then how that ended), forwarded as it is
+    to every tab of the chat."""
+
+    type: Literal["chat.app"]
+    html: str
+
+
 def group_name(chat_id: int) -> str:
     return f"chat.{chat_id}"
 
@@ -76,6 +112,21 @@ async def send_fragment(
                 _script.usable = False
         await redis.set(state[0], state[1], ex=state[2])
     await layer.group_send(group, message)
+
+
+def status_frame(turn_id: int, html: str) -> str:
+    """A status message on the socket: marked with its turn, so the page applies it only while
+    the turn is shown and not yet streaming (static/js/chat.js)."""
+    return f"<!--status {turn_id}-->{html}"
+
+
+def queue_frame(html: str) -> str:
+    return f"<!--queue-->{html}"
+
+
+def exchange_frame(turn_id: int, html: str) -> str:
+    """Marked with its turn: a tab that already shows it drops it (static/js/chat.js)."""
+    return f"<!--exchange {turn_id}-->{html}"
 
 
 def _message(turn_id: int, seq: int, html: str, *, full: bool = False) -> FragmentMessage:

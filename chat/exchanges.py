@@ -15,7 +15,8 @@ from toolsets.files.templatetags.files import shown_with
 
 from . import branches, presenters
 from .models import Chat, LLMModel, Message, Turn
-from .tasks import run_turn
+from .worker import fair_share, turn_queue
+from .worker.request import TurnRequest
 
 TITLE_LENGTH = 60
 # A chat page shows this many exchanges; older ones load as the reader scrolls up. A long chat
@@ -33,11 +34,14 @@ def start_turn(
     parent: Turn | None,
     model: LLMModel | None = None,
     metadata: dict[str, Any] | None = None,
-    api: dict[str, Any] | None = None,
+    request: TurnRequest | None = None,
+    admitted: bool = False,
 ) -> tuple[Message, Turn]:
     """A new exchange after `parent` (a new version of an exchange when `parent` already has
     one: `branches.choose` then shows it). Call with the chat's row locked (so inside the
-    caller's transaction: no savepoint of its own)."""
+    caller's transaction: no savepoint of its own). `admitted`: the caller holds the turn's
+    slot (`fair_share.submit`), so it goes straight to the workers. `request`: what a program
+    asked the turn for (the hub), stored with it for the worker."""
     with transaction.atomic(savepoint=False):
         if model is None:
             # The chat's model, or (when the owner lost it) their default, which the chat
@@ -48,7 +52,7 @@ def start_turn(
                 chat.save(update_fields=["model"])
         turn = Turn(chat=chat, model=model, parent=parent)
         turn.first_of_branch = parent is None
-        turn.api = api or {}
+        turn.api = request.to_json() if request is not None else {}
         # The request's trace, when traces are on: the worker continues it (core/tracing.py).
         turn.trace_id = tracing.trace_id()
         turn.save()
@@ -58,8 +62,13 @@ def start_turn(
         if not chat.title:
             chat.title = title_from(content)
         chat.save(update_fields=["title", "updated_at"])
-        headers = tracing.task_headers()
-        transaction.on_commit(lambda: run_turn.apply_async((turn.pk,), headers=headers))
+        if admitted:
+            # The caller took the turn's slot already (an API request, refused rather than queued).
+            headers = tracing.task_headers()
+            transaction.on_commit(lambda: turn_queue.dispatch([turn.pk], headers))
+        else:
+            # To the workers, or behind the owner's other turns (chat/worker/fair_share.py).
+            transaction.on_commit(lambda: turn_queue.enqueue(turn, chat.owner_id))
     return message, turn
 
 
@@ -105,9 +114,9 @@ def exchange_views(turns: list[Turn], latest: int | None) -> list[dict[str, Any]
     return exchanges
 
 
-def enabled_models(user_id: int) -> list[LLMModel]:
+def enabled_models(user_id: int, groups: frozenset[int] | None = None) -> list[LLMModel]:
     """The models the user may pick (enabled, open to their groups), in one query."""
-    return list(LLMModel.for_user(user_id).only("id", "name", "model", "is_default", "created_at"))
+    return list(LLMModel.for_user(user_id, groups).only("id", "name", "model", "is_default", "created_at"))
 
 
 def new_exchange_html(
@@ -118,6 +127,10 @@ def new_exchange_html(
     if files is not None:
         shown_with(question, files)
     view = presenters.turn(turn.pk, status=turn.status, steps=[])
+    # Queued behind the owner's other turns: decided when the turn was committed, before this.
+    note = fair_share.notes([turn.pk]).get(turn.pk)
+    if note:
+        view["queued_note"] = note
     exchange = presenters.exchange(turn.pk, question, view, None)
     return render_to_string(
         "chat/_exchange.html", {"chat": chat, "exchange": exchange, "models": enabled_models(chat.owner_id)}, request

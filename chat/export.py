@@ -11,8 +11,10 @@ from typing import Any
 from django.utils import timezone
 from django.utils.text import slugify
 
-from . import turn_store
+from artifacts import store as artifact_store
+
 from .models import Chat
+from .worker import turn_store
 
 FORMAT_VERSION = 1
 _BACKTICKS = re.compile(r"`+")
@@ -27,7 +29,12 @@ def transcript(chat: Chat) -> list[dict[str, Any]]:
     return turn_store.transcript(chat.pk)
 
 
-def as_json(chat: Chat, messages: list[dict[str, Any]], now: datetime | None = None) -> str:
+def as_json(
+    chat: Chat,
+    messages: list[dict[str, Any]],
+    now: datetime | None = None,
+    artifacts: list[dict[str, Any]] | None = None,
+) -> str:
     data = {
         "format": "tessera.chat",
         "version": FORMAT_VERSION,
@@ -38,6 +45,8 @@ def as_json(chat: Chat, messages: list[dict[str, Any]], now: datetime | None = N
         "exported_at": (now or timezone.now()).isoformat(),
         # OpenAI's chat format: what the model is sent for this chat's next answer.
         "messages": messages,
+        # The chat's artifacts, every version (the assistant's and the user's own edits).
+        "artifacts": artifact_store.for_export(chat.pk) if artifacts is None else artifacts,
     }
     return json.dumps(data, ensure_ascii=False, indent=2) + "\n"
 
@@ -56,7 +65,12 @@ def _arguments(raw: Any) -> str:
         return str(raw)
 
 
-def as_markdown(chat: Chat, messages: list[dict[str, Any]], now: datetime | None = None) -> str:
+def as_markdown(
+    chat: Chat,
+    messages: list[dict[str, Any]],
+    now: datetime | None = None,
+    artifacts: list[dict[str, Any]] | None = None,
+) -> str:
     when = timezone.localtime(now or timezone.now()).strftime("%Y-%m-%d %H:%M %Z")
     model = f" · model {chat.model.name}" if chat.model else ""
     out = [f"# {chat.display_title}", f"_Exported from Tessera on {when}{model}._"]
@@ -78,4 +92,21 @@ def as_markdown(chat: Chat, messages: list[dict[str, Any]], now: datetime | None
         elif role == "tool":
             name = names.get(str(message.get("tool_call_id") or ""), "tool")
             out += [f"### Result of `{name}`", _fence(str(content))]
+    out += _artifacts_markdown(artifact_store.for_export(chat.pk) if artifacts is None else artifacts)
     return "\n\n".join(out) + "\n"
+
+
+def _artifacts_markdown(artifacts: list[dict[str, Any]]) -> list[str]:
+    """Each artifact's latest version (every version is in the JSON export)."""
+    if not artifacts:
+        return []
+    out = ["## Artifacts"]
+    for artifact in artifacts:
+        latest = artifact["versions"][-1]
+        who = "you" if latest["author"] == "user" else "the assistant"
+        out += [
+            f"### {artifact['title']}",
+            f"_{artifact['kind']}, version {latest['number']} of {len(artifact['versions'])}, by {who}._",
+            _fence(latest["content"].rstrip("\n"), artifact["language"] or artifact["extension"]),
+        ]
+    return out

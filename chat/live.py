@@ -54,6 +54,7 @@ class LiveStep:
     cards: list[dict[str, Any]] = field(default_factory=list)
     state: StepState = "streaming"
     usage: list[int] | None = None  # [prompt tokens, completion tokens] once the call ended
+    steered: list[str] = field(default_factory=list)  # the person's guidance read before this call
 
 
 @dataclass
@@ -63,7 +64,7 @@ class LiveTurn:
     status: str = "running"
     seq: int = 0
     steps: list[LiveStep] = field(default_factory=list)
-    # Text, or {"summary": text} for the marker of a running summary (chat.streaming).
+    # Text, or {"summary": text} for the marker of a running summary (chat.worker.streaming).
     notices: list[str | dict[str, str]] = field(default_factory=list)
     error: str = ""
     finish_reason: str | None = None
@@ -111,7 +112,11 @@ class LiveTurn:
                 for card in step.cards:
                     if card.get("status") in ("pending", "calling", "waiting"):
                         card["status"] = "cancelled"
-                        card["approval"] = None  # a question nobody can answer any more
+                        # A question nobody can answer any more (named by its kind in a card
+                        # kept before questions had one key).
+                        for key in ("question", "approval", "elicitation"):
+                            if key in card:
+                                card[key] = None
 
     def streaming_texts(self) -> dict[tuple[str, int], str]:
         """(lane, step) → the text of every step still streaming, the turn's and its subagents'."""

@@ -5,9 +5,10 @@ produces is cleaned by nh3 (no scripts, no event handlers, no images — an imag
 conversation — and links only to http/https/mailto, opening in a new tab).
 
 Text is rendered one block at a time (paragraphs, lists, fences…). While a message streams,
-finished blocks are pushed rendered and only the last, growing block travels as raw text; the
-page renders a stored message through the very same split, so the streamed result and a reload
-are identical by construction.
+finished blocks are pushed rendered, once, and the last, growing block shows rendered as it
+stands (`render_open`; chat/open_block.py changes it in place); the page renders a stored
+message through the very same split, so the streamed result and a reload are identical by
+construction.
 
 A component block (`:::component{type="…"}` … `:::`, see chat.components) is one block, like a
 code fence, rendered as a card instead of Markdown. While it is still being written it stays in
@@ -216,6 +217,36 @@ def _continues(first_line: str, line: str) -> bool:
     return bool(_LIST_ITEM.match(line)) or line.startswith((" ", "\t"))
 
 
+def _open_fence(text: str) -> tuple[int, int, str] | None:
+    """The opener line of a code fence still open at the end of `text` (its start, its end, and
+    its indentation and fence marks), or None; fences toggle as in `split_blocks`."""
+    fence, opener, offset = None, None, 0
+    for line in text.split("\n"):
+        start, offset = offset, offset + len(line) + 1
+        stripped = line.strip()
+        if fence is None:
+            match = _FENCE.match(line)
+            if match:
+                fence, opener = match.group(1), (start, start + len(line), line[: match.end()])
+        elif stripped.startswith(fence) and stripped.strip(fence[0]) == "":
+            fence = None
+    return opener if fence is not None else None
+
+
+def render_open(tail: str) -> tuple[str, bool]:
+    """The block still being written, rendered as it stands (the same renderer and sanitizer as
+    a finished block), and whether it ends inside a code fence. An open fence is closed for the
+    render, without its language (so it is highlighted once, when finished) and without the
+    line break the closing adds, so the code's element ends where the next text goes."""
+    opener = _open_fence(tail)
+    if opener is None:
+        return render_block(tail), False
+    start, end, marks = opener
+    html = render_block(f"{tail[:start]}{marks}{tail[end:]}\n{marks.strip()}")
+    head, found, rest = html.rpartition("\n</code>")
+    return (head + "</code>" + rest if found else html), True
+
+
 @dataclass
 class RenderedText:
     blocks: list[str]  # rendered HTML, one per finished block
@@ -264,24 +295,6 @@ def render_text(text: str, *, complete: bool, already: int = 0, start: int = 0) 
     first_open = spans[len(final)].start
     tail = body[first_open:]
     return RenderedText(rendered, tail, len(final), _tail_html(tail, spans[-1]), rest=start + first_open)
-
-
-@dataclass(frozen=True)
-class TailPatch:
-    replace: bool  # True: the tail element's content becomes `html`; False: `html` is appended
-    html: str
-
-
-def tail_patch(shown_tail: str, shown_html: str, rendered: RenderedText, *, complete: bool) -> TailPatch | None:
-    """How a live page's tail element must change to show `rendered`, given the `tail` and
-    `tail_html` it was last sent; None when it already shows it. Plain text that only grew is
-    appended (escaped); anything else replaces the tail, so the page always ends up exactly as
-    a page rendered from the same text: `tail_html` if set, else the escaped `tail`."""
-    if rendered.blocks or complete or rendered.tail_html != shown_html or not rendered.tail.startswith(shown_tail):
-        return TailPatch(True, rendered.tail_html or escape(rendered.tail))
-    if rendered.tail_html or len(rendered.tail) == len(shown_tail):
-        return None
-    return TailPatch(False, escape(rendered.tail[len(shown_tail) :]))
 
 
 def _final_spans(text: str, spans: list[Block]) -> list[Block]:

@@ -44,8 +44,13 @@ def clean(selection: Any) -> Selection:
 
 def default_selection() -> Selection:
     """A brand-new user's first chat: every tool of the toolsets that need no key, and the
-    built-in agents."""
-    selection = {ts.id: [t.name for t in ts.tools] for ts in all_toolsets().values() if not ts.needs_api_key}
+    built-in agents. Not a toolset that stays off until an admin enables it (Code): ticked
+    while off, it would be noted as unavailable under every answer."""
+    selection = {
+        ts.id: [t.name for t in ts.tools]
+        for ts in all_toolsets().values()
+        if not ts.needs_api_key and not ts.off_until_enabled
+    }
     selection[AGENTS] = list(agents.registry.builtin_agents())
     return selection
 
@@ -101,9 +106,10 @@ class ToolsetRow:
         return "all" if count == total else "none" if count == 0 else "some"
 
 
-def popover_rows(user_id: int, selection: Selection) -> list[ToolsetRow]:
+def popover_rows(user_id: int, selection: Selection, groups: frozenset[int] | None = None) -> list[ToolsetRow]:
     rows = []
-    groups = member_groups.of_user(user_id)  # read once, for the toolsets and the agents
+    if groups is None:
+        groups = member_groups.of_user(user_id)  # read once, for the toolsets and the agents
     states = availability.for_user(user_id, groups)
     for toolset_id, state in states.items():
         chosen = set(selection.get(toolset_id, []))
@@ -116,7 +122,11 @@ def popover_rows(user_id: int, selection: Selection) -> list[ToolsetRow]:
                 usable=state.usable,
                 reason=state.reason,
                 settings_url=state.settings_url,
-                tools=[ToolRow(t.name, t.display_name, t.description, t.name in chosen) for t in toolset.tools],
+                tools=[
+                    ToolRow(t.name, t.display_name, t.description, t.name in chosen)
+                    for t in toolset.tools
+                    if t.model_visible  # an MCP App's own tools are its View's, not a choice
+                ],
             )
         )
     agent_states = agents.availability(user_id, toolsets=states, groups=groups)

@@ -6,7 +6,8 @@ but no controls and no websocket; the questions' files are listed and downloadab
 the share) only when the sharer ticked it. Anyone signed in may open a share; with the admin's
 `public_shares` switch, a share marked public opens without signing in too. A revoked share is
 a 404, like one that never existed. Anyone signed in may continue a share as a chat of their
-own (a copy of its messages, tool and delegation cards; not the files).
+own (a copy of its messages, tool and delegation cards, as the page shows them: results cut where
+the page cuts them; not the files).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from toolsets.files.models import Attachment
 from toolsets.files.views import as_download
 from toolsets.models import ToolExecution
 
+from . import share_copy
 from .exchanges import exchange_views
 from .models import AppSettings, Chat, ChatShare, LLMModel, Message, Turn
 
@@ -194,15 +196,39 @@ def continue_share(request: AuthedRequest, token: str) -> HttpResponse:
                 finished_at=turn.finished_at,
             )
             parent = copy
-            for message in Message.objects.filter(turn_id=old_id).order_by("id"):
-                message.pk = None
-                message.chat, message.turn = chat, copy
-                message.save()
-            for execution in ToolExecution.objects.filter(turn_id=old_id).order_by("id"):
-                execution.pk = None
-                execution.turn_id, execution.user_id = copy.pk, request.user.pk
-                execution.save()
+            _copy_as_shown(old_id, chat, copy, request.user.pk)
     return redirect("chat:detail", chat_id=chat.pk)
+
+
+def _copy_as_shown(turn_id: int, chat: Chat, copy: Turn, user_id: int) -> None:
+    """A shared turn's messages and tool records into `copy`, each tool result cut down to what
+    the share page shows of it (chat/share_copy.py), the model's copy of it as well."""
+    messages = list(Message.objects.filter(turn_id=turn_id).order_by("id"))
+    executions = list(ToolExecution.objects.filter(turn_id=turn_id).order_by("id"))
+    by_place = {(e.lane, e.step, e.position): e for e in executions}
+    positions = {
+        (m.lane, m.step, str(call.get("id", ""))): position
+        for m in messages
+        for position, call in enumerate(m.tool_calls or [])
+        if isinstance(call, dict)
+    }
+    names = share_copy.call_names(messages)
+    for message in messages:
+        if message.role == Message.Role.TOOL:
+            key = (message.lane, message.step, message.tool_call_id)
+            position = positions.get(key)
+            execution = by_place.get((message.lane, message.step, position)) if position is not None else None
+            message.content = share_copy.model_copy(execution, names.get(key, ""), message.content)
+        message.pk = None
+        message.chat, message.turn = chat, copy
+        message.save()
+    for execution in executions:
+        execution.result = share_copy.shown_result(execution)
+        # Not on the card: the arguments are shown parsed, never as the model sent them.
+        execution.raw_arguments = ""
+        execution.pk = None
+        execution.turn_id, execution.user_id = copy.pk, user_id
+        execution.save()
 
 
 def shares_of(user_id: int) -> Any:

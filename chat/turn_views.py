@@ -12,13 +12,13 @@ from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET, require_POST
 
+from chat.worker.prompts import CONTINUE_PROMPT
 from core.http import AuthedRequest
 from toolsets.files import attach
 
 from . import branches, dom, forms
 from .exchanges import BUSY, enabled_models, lock_idle, new_exchange_html, page_of_exchanges, start_turn
 from .models import Chat, LLMModel, Message, Turn
-from .prompts import CONTINUE_PROMPT
 
 
 @login_required

@@ -5,6 +5,7 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.db import transaction
+from django.db.models import Exists, OuterRef, QuerySet
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
@@ -12,22 +13,46 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
+from core import groups as member_groups
 from core.http import AuthedRequest
+from knowledge import access as knowledge_access
+from knowledge import attach as knowledge_attach
 from toolsets.files import attach
 
-from . import branches, forms, live
+from . import branches, forms, live, pending, run_marks
 from . import selection as sel
-from .exchanges import BUSY, enabled_models, lock_idle, new_exchange_html, page_of_exchanges, start_turn
-from .models import AppSettings, Chat, LLMModel, Turn, UserChatDefaults
+from .agents.registry import name_of as agent_name
+from .exchanges import enabled_models, lock_idle, new_exchange_html, page_of_exchanges, start_turn
+from .models import AppSettings, Chat, LLMModel, PendingMessage, Turn, UserChatDefaults
+from .spend import budgets
+from .worker import turn_queue
 
 
-def _get_chat_for_user(request: AuthedRequest, chat_id: int) -> Chat:
+def _get_chat_for_user(request: AuthedRequest, chat_id: int, chats: QuerySet[Chat] | None = None) -> Chat:
     """Every chat lookup goes through here: another user's chat is a 404, never a 403."""
-    return get_object_or_404(Chat.objects.select_related("model"), pk=chat_id, owner=request.user)
+    chats = Chat.objects.all() if chats is None else chats
+    return get_object_or_404(chats.select_related("model"), pk=chat_id, owner=request.user)
+
+
+def _with_owner_facts() -> QuerySet[Chat]:
+    """The chat page's chat, with what the rest of the page needs to know of its owner: their
+        groups (for the models, the toolsets, the agents and the budgets, read once) and whether any
+        budget applies to them (the budgets are read only then), and whether they may see any knowledge
+        base (listed in the tools popover only then), and whether messages wait in its queue (read only
+    then). All ride on the chat's own query, so a page
+        costs the same number of queries as before groups, budgets and bases existed."""
+    owner = OuterRef("owner_id")
+    return Chat.objects.annotate(
+        owner_groups=member_groups.ids_subquery(owner),
+        owner_budgeted=budgets.any_for(owner),
+        owner_has_bases=knowledge_access.any_visible(owner),
+        has_pending=Exists(PendingMessage.objects.filter(chat=OuterRef("pk"))),
+    )
 
 
 def _sidebar_chats(request: AuthedRequest) -> Any:
-    return Chat.objects.filter(owner=request.user, listed=True).only("id", "title", "updated_at")[:100]
+    listed = Chat.objects.filter(owner=request.user, listed=True).only("id", "title", "updated_at", "automated")
+    return run_marks.attach(listed[:100])
 
 
 @login_required
@@ -54,13 +79,14 @@ def home(request: AuthedRequest) -> HttpResponse:
     )
 
 
-def _budget_warning(user_id: int) -> str:
-    """Above the composer, once a budget is nearly used up (one query without a budget)."""
+def _budget_warning(user_id: int, groups: frozenset[int] | None = None, budgeted: bool = True) -> str:
+    """Above the composer, once a budget is nearly used up (one query without a budget, none
+    when the caller knows no budget applies: `budgeted` False)."""
     from core.redis_client import sync_client
 
-    from .budgets import left_for
-
-    for left in left_for(user_id, sync_client()):
+    if not budgeted:
+        return ""
+    for left in budgets.left_for(user_id, sync_client(), groups):
         if left.warn:
             parts = []
             if left.cost_left is not None:
@@ -71,10 +97,10 @@ def _budget_warning(user_id: int) -> str:
     return ""
 
 
-def _model_context(chat: Chat) -> dict[str, Any]:
+def _model_context(chat: Chat, groups: frozenset[int] | None = None) -> dict[str, Any]:
     """The models the owner may pick, the one the chat's next message uses, and why that is not
     the chat's own when the owner lost it (limited to groups they are not in, or turned off)."""
-    models = enabled_models(chat.owner_id)
+    models = enabled_models(chat.owner_id, groups)
     model, lost = chat.next_model(models)
     notice = ""
     if lost:
@@ -93,22 +119,32 @@ class _Draft:
 @login_required
 @require_GET
 def chat_detail(request: AuthedRequest, chat_id: int) -> HttpResponse:
-    chat = _get_chat_for_user(request, chat_id)
+    chat = _get_chat_for_user(request, chat_id, _with_owner_facts())
+    groups = member_groups.parse(chat.owner_groups)  # type: ignore[attr-defined]
     exchanges, earlier = page_of_exchanges(chat)
+    tools_url = reverse("chat:tools", args=[chat.pk])
+    chats = _sidebar_chats(request)
+    # The header's run badge: the list's, else (a run older than the list) asked for.
+    chat.run_badge = next((c.run_badge for c in chats if c.pk == chat.pk), None)  # type: ignore[attr-defined]
+    if chat.automated and chat.run_badge is None:  # type: ignore[attr-defined]
+        run_marks.attach([chat])
     return render(
         request,
         "chat/page.html",
         {
             "chat": chat,
-            "chats": _sidebar_chats(request),
+            "chat_agent": agent_name(chat.agent),  # a chat held as an agent (an automation's run)
+            "chats": chats,
             "exchanges": exchanges,
             "earlier": earlier,
-            **_model_context(chat),
-            "budget_warning": _budget_warning(request.user.pk),
+            **_model_context(chat, groups),
+            "budget_warning": _budget_warning(request.user.pk, groups, chat.owner_budgeted),  # type: ignore[attr-defined]
             "cap": AppSettings.load().max_tool_iterations_cap,
             "values": chat,
             "settings_url": reverse("chat:settings", args=[chat.pk]),
-            **_popover_context(request, sel.clean(chat.enabled_tools), reverse("chat:tools", args=[chat.pk])),
+            **_popover_context(request, sel.clean(chat.enabled_tools), tools_url, groups=groups),
+            "kb_choices": knowledge_attach.choices(request.user.pk, chat.pk) if chat.owner_has_bases else [],  # type: ignore[attr-defined]
+            "pending_box": pending.box_html(chat, oob=False, empty=not chat.has_pending),  # type: ignore[attr-defined]
         },
     )
 
@@ -201,7 +237,9 @@ def send_message(request: AuthedRequest, chat_id: int) -> HttpResponse:
     had_title = bool(chat.title)
     with transaction.atomic():
         if not lock_idle(chat):
-            return HttpResponse(BUSY, status=409)
+            # An answer is running: the message waits its turn (chat/pending.py), files too.
+            pending.queue(chat, content, files)
+            return HttpResponse(pending.box_html(chat))
         message, turn = start_turn(chat, content, parent=branches.last_turn(chat))
         attach.link(files, message)
     html = new_exchange_html(request, chat, turn, message, files)
@@ -217,6 +255,8 @@ def stop(request: AuthedRequest, chat_id: int) -> HttpResponse:
     for turn in chat.turns.filter(status__in=Turn.ACTIVE):
         # A queued turn has no worker to tell: close it here. A running one stops itself.
         if Turn.cancel_if_queued(turn.pk):
+            # Out of its owner's queue of the workers' fair share; the page shows it stopped.
+            turn_queue.withdraw(turn)
             continue
         live.request_cancel(turn.pk)
     return HttpResponse(status=204)
@@ -233,6 +273,7 @@ def rename(request: AuthedRequest, chat_id: int) -> HttpResponse:
     if title:
         chat.title = title
         chat.save(update_fields=["title", "updated_at"])
+    run_marks.attach([chat])
     return render(request, "chat/_chat_link.html", {"item": chat, "chat": chat})
 
 
@@ -253,8 +294,14 @@ def _defaults(request: AuthedRequest) -> UserChatDefaults:
     return defaults
 
 
-def _popover_context(request: AuthedRequest, selection: sel.Selection, tools_url: str, **extra: Any) -> dict[str, Any]:
-    rows = sel.popover_rows(request.user.pk, selection)
+def _popover_context(
+    request: AuthedRequest,
+    selection: sel.Selection,
+    tools_url: str,
+    groups: frozenset[int] | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    rows = sel.popover_rows(request.user.pk, selection, groups)
     return {"rows": rows, "badge": sel.badge_count(rows), "tools_url": tools_url, **extra}
 
 
@@ -265,6 +312,8 @@ def _save_tools(request: AuthedRequest, previous: sel.Selection, tools_url: str,
     if chat is not None:
         chat.enabled_tools = selection
         chat.save(update_fields=["enabled_tools", "updated_at"])
+        if "kb-form" in request.POST:  # the popover lists the user's bases only when they have some
+            knowledge_attach.set_for_chat(request.user.pk, chat.pk, request.POST.getlist("kb"))
     # The last selection anywhere is what the next new chat starts with.
     UserChatDefaults.objects.update_or_create(user=request.user, defaults={"enabled_tools": selection})
     # Only the derived bits change (tri-state boxes, counts, badge): the tool boxes a person may

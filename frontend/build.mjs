@@ -12,8 +12,15 @@
 //   in a function; bundling would wrap it again and change nothing but the bytes.
 // - htmx and its websocket extension, from node_modules (package-lock.json), under the names
 //   the templates use in development too: htmx's own minified file as it is (esbuild's is no
-//   smaller), the extension minified like the scripts above.
+//   smaller), the extension minified like the scripts above. Mermaid's minified bundle, as it is,
+//   for Mermaid artifacts (drawn inside their sandboxed frame, never on Tessera's pages).
+// - the official MCP Apps host bridge (frontend/app-bridge.mjs, from package-lock.json), the one
+//   bundled script: an ES module with its dependencies, made one classic script. It is also
+//   written to build/vendor/mcp-apps/, which DEBUG=true serves (config/settings.py).
 // - anything else (the logo): copied as it is.
+// - the View of Tessera's cards as MCP Apps (frontend/mcp_app/view.js): bundled with the View side
+//   of `@modelcontextprotocol/ext-apps` into one classic script, written to build/mcp_app/ (not
+//   static/: no page loads it; hub/mcp_apps.py puts it inline in the `ui://tessera/…` resources).
 import { build } from "esbuild";
 import { cpSync, mkdirSync, readdirSync, rmSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
@@ -22,8 +29,14 @@ import { fileURLToPath } from "node:url";
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const source = join(root, "static");
 const out = join(root, "build", "static");
+const appOut = join(root, "build", "mcp_app");
 
-const VENDOR_MINIFIED = { "vendor/htmx/htmx.min.js": "node_modules/htmx.org/dist/htmx.min.js" };
+const VENDOR_MINIFIED = {
+  "vendor/htmx/htmx.min.js": "node_modules/htmx.org/dist/htmx.min.js",
+  // Mermaid's own minified IIFE, which the artifact panel puts inside a diagram's sandboxed frame
+  // (static/js/artifacts.js): never loaded by Tessera's pages themselves.
+  "vendor/mermaid/mermaid.min.js": "node_modules/mermaid/dist/mermaid.min.js",
+};
 const VENDOR = { "vendor/htmx-ext-ws/ws.js": "node_modules/htmx-ext-ws/dist/ws.js" };
 
 function files(folder) {
@@ -33,6 +46,7 @@ function files(folder) {
 }
 
 rmSync(out, { recursive: true, force: true });
+rmSync(appOut, { recursive: true, force: true });
 const styles = {};
 const scripts = {};
 for (const name of files(source)) {
@@ -52,3 +66,24 @@ for (const [name, path] of Object.entries(VENDOR_MINIFIED)) {
 const common = { outdir: out, minify: true, logLevel: "warning", legalComments: "eof" };
 await build({ ...common, entryPoints: styles, bundle: true });
 await build({ ...common, entryPoints: scripts, bundle: false });
+await build({
+  entryPoints: { view: join(root, "frontend", "mcp_app", "view.js") },
+  outdir: appOut,
+  bundle: true,
+  format: "iife",
+  platform: "browser",
+  minify: true,
+  logLevel: "warning",
+  legalComments: "eof",
+});
+const bridge = {
+  entryPoints: [join(root, "frontend", "app-bridge.mjs")],
+  bundle: true,
+  format: "iife",
+  minify: true,
+  logLevel: "warning",
+  legalComments: "eof",
+  target: "es2020",
+};
+await build({ ...bridge, outfile: join(out, "vendor", "mcp-apps", "app-bridge.js") });
+await build({ ...bridge, outfile: join(root, "build", "vendor", "mcp-apps", "app-bridge.js") });

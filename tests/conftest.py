@@ -12,8 +12,9 @@ import pytest
 import redis
 from django.conf import settings
 
-from config import embedded_redis
-from config.processes import web_command, worker_command
+from core import embedded_redis
+from core.processes import web_command, worker_command
+from tests.processes import BOOT_S, PROCESS_TEST_TIMEOUT_S
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -28,44 +29,110 @@ def redis_server() -> Iterator[str]:
     embedded_redis.stop(process)
 
 
+@pytest.fixture(scope="session")
+def django_db_setup(
+    request: pytest.FixtureRequest,
+    django_test_environment: None,
+    django_db_blocker: Any,
+    django_db_use_migrations: bool,
+    django_db_keepdb: bool,
+    django_db_createdb: bool,
+    django_db_modify_db_settings: None,
+) -> Iterator[None]:
+    """pytest-django's, except that a SQLite test database is a copy of one migrated once
+    (tests/database.py) instead of each worker migrating its own."""
+    from django.db import connections
+    from django.test.utils import setup_databases, teardown_databases
+    from pytest_django.fixtures import _disable_migrations
+
+    from tests import database
+
+    verbosity = request.config.option.verbose
+    database.keep_model_rows_through_flush()
+    if django_db_use_migrations and not django_db_keepdb:
+        with django_db_blocker.unblock():
+            copied = database.setup_sqlite(verbosity)
+        if copied:
+            yield
+            with django_db_blocker.unblock():
+                connections.close_all()
+                name = Path(settings.DATABASES["default"]["NAME"])
+                for path in (name, Path(f"{name}-wal"), Path(f"{name}-shm")):
+                    path.unlink(missing_ok=True)
+            return
+    if not django_db_use_migrations:
+        _disable_migrations()
+    keepdb = django_db_keepdb and not django_db_createdb
+    with django_db_blocker.unblock():
+        config = setup_databases(verbosity=verbosity, interactive=False, keepdb=keepdb)
+    yield
+    if not django_db_keepdb:
+        with django_db_blocker.unblock():
+            teardown_databases(config, verbosity=verbosity)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def static_files() -> None:
     """Pages name their stylesheet and scripts through the manifest of the built static files,
     as in production: built once, and again only when their sources change (`make test` has
     done it already)."""
+    import fcntl
+
     from django.core.management import call_command
 
-    call_command("buildstatic")
+    # Parallel workers share the checkout's built files: one builds, the others wait and find
+    # them up to date.
+    lock = ROOT / "var" / "test" / ".buildstatic.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        call_command("buildstatic")
 
 
 @pytest.fixture(scope="session", autouse=True)
 def demo_provider() -> None:
     """The offline demo model, registered as a worker process registers it at start-up."""
-    from chat import demo
+    import demo
 
     demo.register()
 
 
+# Tessera's keys a test may leave behind (Celery's queue bindings live in the same database and
+# stay): live turn state, rate limits, the cache (it may hold rows of a database rolled back
+# since), tool policy (breakers, cached results), questions to the person (approvals, MCP
+# elicitations), files being read, budget counters and the workers' fair share.
+_TEST_KEY_PATTERNS = ("turn", "rl", "cache", "policy", "ask", "files", "budget", "fair")
+# One round trip for every pattern: SCAN and DEL inside Redis instead of a SCAN per pattern from
+# here before each of the suite's thousands of tests.
+_CLEAN_SCRIPT = """
+local removed = 0
+for _, pattern in ipairs(ARGV) do
+  local cursor = "0"
+  repeat
+    local found = redis.call("SCAN", cursor, "MATCH", pattern, "COUNT", 1000)
+    cursor = found[1]
+    for _, key in ipairs(found[2]) do
+      redis.call("DEL", key)
+      removed = removed + 1
+    end
+  until cursor == "0"
+end
+return removed
+"""
+
+
+@pytest.fixture(scope="session")
+def _redis_cleaner(redis_server: str) -> Any:
+    client = redis.from_url(redis_server)
+    script = client.register_script(_CLEAN_SCRIPT)
+    return lambda: script(args=[f"tessera:{name}:*" for name in _TEST_KEY_PATTERNS])
+
+
 @pytest.fixture(autouse=True)
-def _clean_redis(redis_server: str) -> None:
+def _clean_redis(_redis_cleaner: Any) -> None:
     # Database ids restart between tests, so a turn's live state from an earlier test could be
     # mistaken for a new turn's.
-    # Only Tessera's keys: Celery's queue bindings live in the same database.
-    client = redis.from_url(redis_server)
-    # The cache too: it may hold rows of a database that was rolled back since.
-    keys = [
-        *client.scan_iter("tessera:turn:*"),
-        *client.scan_iter("tessera:rl:*"),
-        *client.scan_iter("tessera:cache:*"),
-        # Tool policy: circuit breakers, cached results, approvals.
-        *client.scan_iter("tessera:policy:*"),
-        # Files being read, per user.
-        *client.scan_iter("tessera:files:*"),
-        # Budgets: spend counters per period.
-        *client.scan_iter("tessera:budget:*"),
-    ]
-    if keys:
-        client.delete(*keys)
+    _redis_cleaner()
 
 
 @pytest.fixture
@@ -111,7 +178,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _wait_for_http(url: str, process: subprocess.Popen[bytes], timeout: float = 60) -> None:
+def _wait_for_http(url: str, process: subprocess.Popen[bytes], timeout: float = BOOT_S) -> None:
     import httpx
 
     deadline = time.monotonic() + timeout
@@ -193,7 +260,7 @@ def stack(django_db_setup: Any, django_db_blocker: Any, redis_server: str) -> It
                 process.kill()
 
 
-def _wait_for_worker(redis_url: str, worker: subprocess.Popen[bytes], timeout: float = 60) -> None:
+def _wait_for_worker(redis_url: str, worker: subprocess.Popen[bytes], timeout: float = BOOT_S) -> None:
     from config.celery import app
 
     deadline = time.monotonic() + timeout
@@ -203,7 +270,7 @@ def _wait_for_worker(redis_url: str, worker: subprocess.Popen[bytes], timeout: f
         replies = app.control.ping(timeout=0.5)
         if replies:
             return
-    raise RuntimeError("the Celery worker did not answer within 60 s")
+    raise RuntimeError(f"the Celery worker did not answer within {timeout} s")
 
 
 @pytest.hookimpl(trylast=True)  # after pytest-django's own reordering
@@ -213,4 +280,7 @@ def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
     for item in items:
         if "/e2e/" in str(item.path):
             item.add_marker(pytest.mark.e2e)
+        starts_processes = item.get_closest_marker("integration") or "stack" in getattr(item, "fixturenames", ())
+        if starts_processes and not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(PROCESS_TEST_TIMEOUT_S))
     items.sort(key=lambda item: "/e2e/" in str(item.path))

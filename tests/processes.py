@@ -15,8 +15,8 @@ import httpx
 from celery.utils.nodenames import host_format
 from django.conf import settings
 
-from config import embedded_redis
-from config.processes import web_command, worker_command
+from core import embedded_redis
+from core.processes import web_command, worker_command
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -35,6 +35,15 @@ def database_url() -> str:
         f"postgres://{db['USER']}:{db.get('PASSWORD') or ''}@{db['HOST'] or 'localhost'}:{db['PORT'] or 5432}"
         f"/{db['NAME']}"
     )
+
+
+# How long a process of the suite's own (a web process, a Celery worker, a beat) may take to
+# start: seconds on a quiet machine, minutes on a two-core one whose cores the suite's other
+# workers, their browsers and their stacks keep busy. Only a hang reaches it.
+BOOT_S = 180
+# The time limit of a test that starts processes (the `integration` mark) or uses the session's
+# stack (whose start-up falls within the first test that asks for it), where it sets none.
+PROCESS_TEST_TIMEOUT_S = 300
 
 
 def wait_until(condition: Callable[[], Any], timeout: float, what: str, interval: float = 0.2) -> Any:
@@ -110,7 +119,8 @@ class Processes:
         return process
 
     def wait_for_web(self, port: int, process: subprocess.Popen[bytes]) -> None:
-        wait_until(lambda: _answers(f"http://127.0.0.1:{port}/healthz", process), 60, "the web process did not answer")
+        url = f"http://127.0.0.1:{port}/healthz"
+        wait_until(lambda: _answers(url, process), BOOT_S, "the web process did not answer")
 
     def close(self) -> None:
         for process in self.started:

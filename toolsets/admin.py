@@ -8,13 +8,14 @@ from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
+from django.urls import reverse
+from django.utils.html import format_html
 
 from core.crypto import mask
 from core.groups import label as groups_label
 from core.secrets_form import SecretFieldsMixin
 
 from .models import (
-    ApiToken,
     ChatToolAllowance,
     PolicySettings,
     ToolExecution,
@@ -58,10 +59,10 @@ class DurationFilter(admin.SimpleListFilter):
     title = "duration"
     parameter_name = "duration"
 
-    def lookups(self, request, model_admin):  # type: ignore[no-untyped-def]
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin[Any]) -> list[tuple[str, str]]:
         return [("fast", "< 1 s"), ("medium", "1–10 s"), ("slow", "> 10 s")]
 
-    def queryset(self, request, queryset):  # type: ignore[no-untyped-def]
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         if self.value() == "fast":
             return queryset.filter(duration_ms__lt=1000)
         if self.value() == "medium":
@@ -84,6 +85,7 @@ class ToolExecutionAdmin(admin.ModelAdmin):
         "approval",
         "cache_hit",
         "client",
+        "in_turn",
     ]
     list_filter = [
         "status",
@@ -98,10 +100,22 @@ class ToolExecutionAdmin(admin.ModelAdmin):
         ("user", admin.RelatedOnlyFieldListFilter),
     ]
     search_fields = ["user__username", "toolset", "tool", "tool_call_id", "error", "client"]
-    list_select_related = ["user"]
+    list_select_related = ["user", "turn"]
     raw_id_fields = ["user", "turn"]
     readonly_fields = [f.name for f in ToolExecution._meta.fields]
     date_hierarchy = "started_at"
+
+    @admin.display(description="turn", ordering="turn_id")
+    def in_turn(self, obj: ToolExecution) -> str:
+        """The chat and turn a call belongs to: the model's, or an MCP App View's on that turn's card."""
+        if obj.turn is None:
+            return ""
+        return format_html(
+            '<a href="{}">chat {} · turn {}</a>',
+            reverse("admin:chat_turn_change", args=[obj.turn_id]),
+            obj.turn.chat_id,
+            obj.turn_id,
+        )
 
 
 class ToolsetConfigForm(SecretFieldsMixin):
@@ -288,16 +302,3 @@ class UserToolsetConfigAdmin(admin.ModelAdmin):
     @admin.display(boolean=True, description="own key")
     def has_key(self, obj: UserToolsetConfig) -> bool:
         return bool(obj.api_key)
-
-
-@admin.register(ApiToken)
-class ApiTokenAdmin(admin.ModelAdmin):
-    list_display = ["name", "user", "hint", "can_approve", "created_at", "last_used_at", "revoked_at"]
-    list_filter = ["revoked_at"]
-    search_fields = ["name", "user__username"]
-    list_select_related = ["user"]
-    exclude = ["token_hash"]
-    readonly_fields = ["user", "name", "hint", "can_approve", "created_at", "last_used_at"]
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False  # tokens are issued by their owner, on the settings page

@@ -4,7 +4,8 @@ The settings page, the chat's toolset picker, the agent loop and the execution A
 `for_user`, so they can never disagree. A toolset that is not usable has exactly one reason,
 checked in this order:
 
-1. "Disabled by administrator" — an admin switched it off app-wide.
+1. "Disabled by administrator" — an admin switched it off app-wide (or, for a toolset that is
+   off until enabled, has not switched it on).
    "Not available to your groups" — the admin limited it (its configuration, or its MCP
    server) to groups the user is not in. Read fresh each time: a membership change counts
    from the next turn.
@@ -105,7 +106,7 @@ def _decide(
 ) -> Availability:
     from core.crypto import mask
 
-    admin_enabled = (admin.enabled if admin else True) and toolset.enabled
+    admin_enabled = (admin.enabled if admin else not toolset.off_until_enabled) and toolset.enabled
     # Both the toolset's configuration and (for an MCP server) the server may name groups:
     # the user must be let in by each that does.
     admin_groups = [group.pk for group in admin.groups.all()] if admin else []

@@ -35,10 +35,16 @@ class ToolContext:
     chat_id: int | None = None
     api_key: str = ""
     settings: dict[str, Any] = field(default_factory=dict)
+    # What the running agent limits its tools to, by key ({"knowledge_bases": [ids]}: an admin's
+    # agent searches only its own bases). Empty: the chat's or the caller's usual reach.
+    scope: dict[str, Any] = field(default_factory=dict)
     # Called by long-running tools to show live progress on their card.
     progress: Callable[[str, float | None], None] = field(default=lambda text, percent=None: None)
+    # Called by tools whose result grows while they run (code's output) with the result so far:
+    # its card shows it live (through the tool's `card_template`). Callers throttle it.
+    partial: Callable[[Any], None] = field(default=lambda result: None)
     # Asks the person behind the call a tool's question (an MCP server's elicitation) and
-    # returns their answer: the chat's card (chat.elicitations). None: nobody to ask (the API).
+    # returns their answer: the chat's card (chat.worker.asking). None: nobody to ask (the API).
     elicit: Callable[[Any], Awaitable[Any]] | None = None
     # The running call's timeout (an `asyncio.Timeout`, set by the executor), which a tool
     # waiting on the person pauses: their thinking is not the tool's time.
@@ -99,9 +105,21 @@ class Tool:
     # Short notes its cards show next to its name (an MCP tool its server says reaches the open
     # world: "Reaches outside services").
     hints: tuple[str, ...] = ()
+    # A template showing the call on its card (its `card.raw` arguments and result) instead of
+    # the arguments and result as JSON; it is given a running call's partial result too.
+    card_template: str = ""
+    # Its finished cards stay unfolded: what they show is the point of the call (an artifact).
+    card_open: bool = False
     # Why the tool may not run now, whatever its policy (an MCP tool whose definition changed
     # on the server until an admin reviews it): it is not offered, and a call fails with this.
     held: str = ""
+    # False for a tool only an MCP App's View may call (`_meta.ui.visibility: ["app"]`): it is
+    # never offered to a model or listed for selection.
+    model_visible: bool = True
+    # MCP Apps (toolsets.mcp.app_resources), for a tool of a server whose apps are on:
+    # {"sha256", "uri"} of the page its results are shown in ("" for none), and "callable":
+    # whether a View of the same server may call it. None: not an app's tool.
+    app: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if self.policy not in ("", *POLICIES):
@@ -143,6 +161,9 @@ class Toolset:
     # groups the admin limited them to (empty: everyone).
     enabled: bool = True
     group_ids: frozenset[int] = frozenset()
+    # Off until an admin saves its configuration switched on (Code: people's code on Tessera's
+    # machines); other toolsets are on until an admin switches them off.
+    off_until_enabled: bool = False
     # The user must give their own credential: the app-level key is never used for it.
     user_key_only: bool = False
     # A live condition beyond the settings (e.g. "Server unreachable"): () → (reason, detail),
@@ -156,6 +177,10 @@ class Toolset:
     # What the toolset's provider asks the model to know when its tools are offered (an MCP
     # server's `instructions`, already cleaned and capped): added to the system prompt.
     instructions: str = ""
+    # Whether its tools are worth offering to this user's model at all (a database read: user
+    # id → bool), asked only where tools are offered (a turn, /mcp's list), never by the
+    # settings pages: Knowledge with no base the user can see, Memory the user turned off.
+    offered_to: Callable[[int], bool] | None = None
 
     @property
     def label(self) -> str:

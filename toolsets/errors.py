@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from core.redact import redact
 
@@ -20,7 +20,7 @@ ERROR_TYPES = (
     "circuit_open",
 )
 # A transient failure of a tool without side effects is tried again, this many times in all.
-MAX_ATTEMPTS = 3
+MAX_ATTEMPTS: Final = 3
 BACKOFF_S = 0.5
 
 

@@ -1,8 +1,8 @@
 """The one executor every tool call goes through, from the agent loop and from the HTTP API.
 
-It validates arguments against the tool's schema, enforces the timeout, classifies failures into
-a small set of error types (each with a message and whether retrying may help), retries transient
-failures of side-effect-free tools, and records a ToolExecution for every call.
+It validates arguments against the tool's schema (toolsets.arguments), runs the tool with its
+timeout, classifying failures into a small set of error types and retrying transient failures of
+side-effect-free tools (toolsets.running), and records a ToolExecution for every call.
 
 Tool policy applies here too, for every caller (toolsets.policy.gate decides): a "deny" tool
 fails, an "ask" tool waits for the caller's approver (the chat's approval card) or fails without
@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-import jsonschema
 from channels.db import database_sync_to_async
 from django.utils import timezone
 from opentelemetry import trace
@@ -31,20 +30,22 @@ from opentelemetry.trace import Status, StatusCode
 from core import crypto, metrics
 from core.redact import redact, redact_data
 
+from .arguments import parse, validation_errors
 from .availability import Availability
-from .base import Tool, ToolContext, ToolFailure, Toolset
-from .errors import BACKOFF_S, ERROR_TYPES, MAX_ATTEMPTS, ErrorType, ToolError
+from .base import Tool, ToolContext, Toolset
+from .errors import ERROR_TYPES, ErrorType, ToolError
 from .models import ToolExecution
 from .policy import approval as approvals
 from .policy import breaker as breakers
 from .policy import cache as results_cache
 from .policy import gate as gates
 from .registry import resolve
+from .running import Progress, run
 from .sources import Source, SourceBook
 
 log = logging.getLogger(__name__)
 
-__all__ = ["BACKOFF_S", "ERROR_TYPES", "MAX_ATTEMPTS", "ErrorType", "Execution", "ToolError", "classify", "execute"]
+__all__ = ["ERROR_TYPES", "ErrorType", "Execution", "ToolError", "execute"]
 
 
 @dataclass
@@ -90,9 +91,6 @@ class Execution:
                 + f"\n[Truncated: the result was {len(text)} characters; only the first {limit} are shown.]"
             )
         return text
-
-
-Progress = Callable[[str, float | None], None]
 
 
 def _traced(function: Callable[..., Awaitable[Execution]]) -> Callable[..., Awaitable[Execution]]:
@@ -146,6 +144,7 @@ async def execute(
     sources: SourceBook | None = None,
     context: ToolContext | None = None,
     progress: Progress | None = None,
+    partial: Callable[[Any], None] | None = None,
     chat_id: int | None = None,
     approve: approvals.Approver | None = None,
     elicit: Callable[[Any], Awaitable[Any]] | None = None,
@@ -153,6 +152,7 @@ async def execute(
     offered: Collection[str] | None = None,
     offered_in: str = "offered here",
     client: str = "",
+    scope: dict[str, Any] | None = None,
 ) -> Execution:
     """Runs one call. `approve` is asked about "ask" tools (None: they fail with
     permission_denied, unless `pre_approved` — the API's explicit approval). `elicit` answers
@@ -164,7 +164,7 @@ async def execute(
     found = resolve(name)
     toolset, tool_ = found if found else (None, None)
     not_offered = offered is not None and name not in offered
-    arguments, parse_error = _parse(raw_arguments)
+    arguments, parse_error = parse(raw_arguments)
     execution = Execution(tool_call_id, toolset, tool_, arguments)
     toolset_id, tool_name = (toolset.id, tool_.name) if toolset and tool_ else _split_for_record(name)
     details = validation_errors(tool_, arguments) if tool_ is not None and not parse_error and not not_offered else []
@@ -186,6 +186,7 @@ async def execute(
             "lane": lane,
             "tool_call_id": tool_call_id,
             "client": client[:200],
+            "app_sha256": str((tool_.app or {}).get("sha256") or "")[:64] if tool_ is not None else "",
             "toolset": toolset_id,
             "tool": tool_name,
             # PostgreSQL cannot store NUL characters (text or jsonb): the record keeps them escaped.
@@ -230,8 +231,8 @@ async def execute(
                     gate.probes, execution.error = await gates.claim_breaker(gate.scopes, tool_)
                     started = time.monotonic()
             if execution.error is None:
-                attempts, result, execution.error = await _run(
-                    tool_, user_id, turn_id, chat_id, gate, context, progress, elicit
+                attempts, result, execution.error = await run(
+                    tool_, user_id, turn_id, chat_id, gate, context, progress, elicit, partial, scope
                 )
                 # Secrets never leave in a result: not to the card, the model, the database,
                 # the cache or a log (a server echoing its environment, a page quoting a key).
@@ -261,120 +262,6 @@ async def execute(
             log.warning("Reading sources of %s failed", name, exc_info=True)
     await _finish_record(record, execution, attempts, gate)
     return execution
-
-
-async def _run(
-    tool_: Tool,
-    user_id: int,
-    turn_id: int | None,
-    chat_id: int | None,
-    gate: gates.Gate,
-    context: ToolContext | None,
-    progress: Progress | None,
-    elicit: Callable[[Any], Awaitable[Any]] | None = None,
-) -> tuple[int, Any, ToolError | None]:
-    """Calls the tool, retrying transient failures: (attempts, result, error)."""
-    available = gate.availability
-    ctx = context or ToolContext(
-        user_id=user_id,
-        turn_id=turn_id,
-        chat_id=chat_id,
-        api_key=available.api_key if available else "",
-        settings=dict(available.settings) if available else {},
-    )
-    if progress is not None:
-        report = progress
-
-        def redacted_progress(text: str, percent: float | None = None) -> None:
-            report(redact(text), percent)
-
-        ctx.progress = redacted_progress
-    if elicit is not None:
-        ctx.elicit = elicit
-    attempts = 0
-    while True:
-        attempts += 1
-        try:
-            return attempts, await _call(tool_, ctx, gate.arguments), None
-        except Exception as exc:  # every failure becomes a classified result
-            error = classify(exc, tool_)
-        # Transient failures are retried, but only where running twice is harmless; a rate
-        # limit is not transient on the scale of this backoff.
-        retry = error.retryable and error.type != "rate_limit_error"
-        if not (retry and not tool_.side_effects and attempts < MAX_ATTEMPTS):
-            return attempts, None, error
-        await asyncio.sleep(BACKOFF_S * 2 ** (attempts - 1))
-
-
-def _parse(raw: str | dict[str, Any]) -> tuple[dict[str, Any], str]:
-    if isinstance(raw, dict):
-        return raw, ""
-    text = raw.strip() or "{}"
-    try:
-        value = json.loads(text, parse_constant=_reject_constant)
-    except json.JSONDecodeError as exc:
-        return {}, f"The arguments are not valid JSON ({exc.msg} at position {exc.pos}){_quote(text)}"
-    except (ValueError, RecursionError) as exc:
-        return {}, f"The arguments are not valid JSON ({exc}){_quote(text)}"
-    if not isinstance(value, dict):
-        return {}, f"The arguments must be a JSON object{_quote(text)}"
-    return value, ""
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON value")
-
-
-def _quote(text: str, limit: int = 300) -> str:
-    # The agent's transcript carries "{}" in place of arguments that are not a JSON object (see
-    # chat.agent.types.transcript_arguments): this quote is where the model and the reader still
-    # see what was sent.
-    shown = text if len(text) <= limit else text[:limit] + "…"
-    return f". Received: {shown}"
-
-
-def validation_errors(tool_: Tool, arguments: dict[str, Any]) -> list[str]:
-    validator = jsonschema.Draft202012Validator(tool_.parameters)
-    errors = []
-    for error in sorted(validator.iter_errors(arguments), key=lambda e: list(e.path)):
-        where = "/".join(str(part) for part in error.path) or "arguments"
-        errors.append(f"{where}: {error.message}")
-    return errors
-
-
-async def _call(tool_: Tool, ctx: ToolContext, arguments: dict[str, Any]) -> Any:
-    args = (ctx,) if tool_.wants_context else ()
-    if tool_.prepare is not None:
-        await tool_.prepare(ctx)
-    if tool_.is_async:
-        # A timeout the tool can see (and pause while it waits on the person: an MCP question).
-        async with asyncio.timeout(tool_.timeout_s) as clock:
-            ctx.clock = clock
-            return await tool_.func(*args, **arguments)
-    # Sync tools run in a thread (with Django's connection upkeep: they may use the ORM); the
-    # timeout bounds how long the turn waits for one.
-    call = database_sync_to_async(tool_.func, thread_sensitive=False)
-    return await asyncio.wait_for(call(*args, **arguments), timeout=tool_.timeout_s)
-
-
-def classify(exc: BaseException, tool_: Tool) -> ToolError:
-    if isinstance(exc, ToolFailure):
-        fault = exc.fault
-        if fault is None:
-            # A timeout, or a transient execution failure (5xx, a lost connection), is the
-            # tool's; a refusal of these arguments is not.
-            fault = exc.error_type == "timeout_error" or (exc.error_type == "execution_error" and exc.retryable)
-        return ToolError(exc.error_type, str(exc), exc.retryable, fault=fault)
-    if isinstance(exc, TimeoutError):
-        return ToolError(
-            "timeout_error", f"The tool did not finish within {tool_.timeout_s:g} seconds.", True, fault=True
-        )
-    if isinstance(exc, (ValueError, TypeError, LookupError)):
-        # How tools say "these arguments make no sense" (no such task, an empty post…).
-        return ToolError("execution_error", str(exc) or type(exc).__name__)
-    if isinstance(exc, (ConnectionError, OSError)):
-        return ToolError("execution_error", f"{type(exc).__name__}: {exc}", True, fault=True)
-    return ToolError("execution_error", f"{type(exc).__name__}: {exc}", fault=True)
 
 
 def _split_for_record(name: str) -> tuple[str, str]:

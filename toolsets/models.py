@@ -1,17 +1,10 @@
 from __future__ import annotations
 
-import hashlib
-import secrets
-from typing import Any
-
 from django.conf import settings
-from django.core.cache import cache
 from django.db import models
-from django.db.models.signals import post_save
-from django.dispatch import receiver
-from django.utils import timezone
 
 from core.crypto import EncryptedTextField
+from core.settings_row import SettingsRow
 
 
 class ToolExecution(models.Model):
@@ -34,7 +27,7 @@ class ToolExecution(models.Model):
     lane = models.CharField(max_length=100, blank=True, default="")
     tool_call_id = models.CharField(max_length=200)
     # The program that made the call, when not Tessera's own chat: "mcp: <client's name>" for
-    # a call through Tessera's MCP server (chat/api/mcp_server.py).
+    # a call through Tessera's MCP server (hub/mcp_server.py).
     client = models.CharField(max_length=200, blank=True, default="", db_index=True)
     toolset = models.CharField(max_length=100, db_index=True)
     tool = models.CharField(max_length=100, db_index=True)
@@ -57,6 +50,9 @@ class ToolExecution(models.Model):
     approval = models.CharField(max_length=20, blank=True, default="", db_index=True)
     cache_hit = models.BooleanField(default=False, db_index=True)
     cached_at = models.DateTimeField(null=True, blank=True)
+    # An MCP App's tool: the hash of the page (toolsets.mcp.app_resources) approved when the call
+    # ran, so its card shows that page after a reload even once an admin accepts a newer one.
+    app_sha256 = models.CharField(max_length=64, blank=True, default="")
 
     class Meta:
         ordering = ["-started_at"]
@@ -122,79 +118,6 @@ class UserToolsetConfig(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} · {self.toolset_id}"
-
-
-class ApiToken(models.Model):
-    """A personal token for the execution API. Only a hash is stored; the token is shown once."""
-
-    PREFIX = "tsk_"
-
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
-    name = models.CharField(max_length=100)
-    token_hash = models.CharField(max_length=64, unique=True)
-    hint = models.CharField(max_length=12, help_text="The token's last characters, to recognise it.")
-    created_at = models.DateTimeField(auto_now_add=True)
-    last_used_at = models.DateTimeField(null=True, blank=True)
-    revoked_at = models.DateTimeField(null=True, blank=True)
-    # Chosen when the token is created, never later: calls with this token may run "ask" tools
-    # when the request also says `"approve": true`.
-    can_approve = models.BooleanField(
-        "may approve ask tools", default=False, help_text="Calls may run tools whose policy is Ask."
-    )
-    # What a token reaches, chosen at creation: Tessera's tools (the execution API, MCP, the
-    # server-side tools of the OpenAI-compatible API) and its agents (agents as MCP tools and as
-    # models of the OpenAI-compatible API).
-    may_use_tools = models.BooleanField("tools", default=True, help_text="Calls may run Tessera's tools.")
-    may_use_agents = models.BooleanField("agents", default=True, help_text="Calls may run Tessera's agents.")
-
-    class Meta:
-        ordering = ["-created_at"]
-
-    def __str__(self) -> str:
-        return f"{self.name} (…{self.hint})"
-
-    @staticmethod
-    def hash(token: str) -> str:
-        return hashlib.sha256(token.encode()).hexdigest()
-
-    @classmethod
-    def issue(
-        cls, user: Any, name: str, *, can_approve: bool = False, tools: bool = True, agents: bool = True
-    ) -> tuple[ApiToken, str]:
-        token = cls.PREFIX + secrets.token_urlsafe(32)
-        record = cls.objects.create(
-            user=user,
-            name=name,
-            token_hash=cls.hash(token),
-            hint=token[-4:],
-            can_approve=can_approve,
-            may_use_tools=tools,
-            may_use_agents=agents,
-        )
-        return record, token
-
-    @classmethod
-    def revoke_all(cls, user_id: int) -> int:
-        return cls.objects.filter(user_id=user_id, revoked_at=None).update(revoked_at=timezone.now())
-
-    @classmethod
-    def authenticate(cls, token: str) -> ApiToken | None:
-        if not token.startswith(cls.PREFIX):
-            return None
-        record = cls.objects.select_related("user").filter(token_hash=cls.hash(token), revoked_at=None).first()
-        if record is None or not record.user.is_active:
-            return None
-        return record
-
-
-@receiver(post_save, sender=settings.AUTH_USER_MODEL)
-def _revoke_tokens_on_password_change(instance: Any, created: bool, **_: Any) -> None:
-    """A new password revokes the user's API tokens, however it was set (the account page, the
-    admin, `changepassword`, a reset): whoever changes a password because it leaked expects
-    nothing that password could have made to keep working. `set_password` leaves the new
-    password in `_password` until the save is done."""
-    if not created and getattr(instance, "_password", None) is not None:
-        ApiToken.revoke_all(instance.pk)
 
 
 def ensure_configs() -> None:
@@ -269,10 +192,12 @@ class ChatToolAllowance(models.Model):
         return f"chat {self.chat_id} · {self.toolset_id}.{self.tool}"
 
 
-class PolicySettings(models.Model):
+class PolicySettings(SettingsRow):
     """One row: the approval timeout and the circuit breakers' thresholds."""
 
+    # Read on every tool call: SettingsRow.load() keeps it in the shared cache, five minutes at most.
     CACHE_KEY = "tessera:policy-settings"
+    CACHE_TIMEOUT = 300
 
     approval_timeout_s = models.PositiveIntegerField(
         "approval timeout (seconds)", default=600, help_text="An unanswered approval counts as denied after this."
@@ -291,17 +216,3 @@ class PolicySettings(models.Model):
 
     def __str__(self) -> str:
         return "Tool policy settings"
-
-    def save(self, *args: Any, **kwargs: Any) -> None:
-        self.pk = 1
-        super().save(*args, **kwargs)
-        cache.delete(self.CACHE_KEY)
-
-    @classmethod
-    def load(cls) -> PolicySettings:
-        # Read on every tool call: kept in the shared cache, dropped on save.
-        found = cache.get(cls.CACHE_KEY)
-        if not isinstance(found, cls):
-            found = cls.objects.filter(pk=1).first() or cls(pk=1)
-            cache.set(cls.CACHE_KEY, found, 300)
-        return found

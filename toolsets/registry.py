@@ -23,6 +23,12 @@ TOOLSET_MODULES: list[str] = [
     "toolsets.web",
     "toolsets.workspace.tools",
     "toolsets.files.tools",
+    "toolsets.code.tools",
+    # Plug-ins from the floors above (knowledge/, artifacts/, memory/): listed by path, never
+    # imported here.
+    "knowledge.tools",
+    "artifacts.tools",
+    "memory.tools",
 ]
 
 DYNAMIC_SOURCES: list[str] = [

@@ -6,14 +6,13 @@ from typing import Any
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, render
-from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from core.http import AuthedRequest
 
 from . import availability, policy
 from .base import Toolset
-from .models import ApiToken, ToolExecution, UserToolPolicy, UserToolsetConfig
+from .models import ToolExecution, UserToolPolicy, UserToolsetConfig
 from .registry import get_toolset
 
 MAX_KEY_LENGTH = 500
@@ -53,8 +52,7 @@ def settings_page(request: AuthedRequest) -> HttpResponse:
     states = list(availability.for_user(request.user.pk).values())
     book = policy.PolicyBook(request.user.pk)
     cards = [(state, _tool_rows(state.toolset, book)) for state in states]
-    tokens = ApiToken.objects.filter(user=request.user, revoked_at=None)
-    return render(request, "toolsets/settings.html", {"cards": cards, "tokens": tokens})
+    return render(request, "toolsets/settings.html", {"cards": cards})
 
 
 @login_required
@@ -123,35 +121,6 @@ def run_setup(request: AuthedRequest, toolset_id: str) -> HttpResponse:
         config.enabled = True
         config.save(update_fields=["enabled", "updated_at"])
     return _card(request, toolset_id)
-
-
-@login_required
-@require_POST
-def create_token(request: AuthedRequest) -> HttpResponse:
-    name = " ".join(request.POST.get("name", "").split())[:100] or "API token"
-    if not name.isprintable():
-        return HttpResponse("A token name can only hold printable characters.", status=400)
-    # Fixed at creation: a token either may run "ask" tools (each call still says so) or never.
-    can_approve = request.POST.get("can_approve") in ("1", "on", "true")
-    # The page's form says which it reaches; a form without the choices (older pages) gets both.
-    chosen = request.POST.get("scopes") == "1"
-    tools = not chosen or request.POST.get("tools") in ("1", "on", "true")
-    agents = not chosen or request.POST.get("agents") in ("1", "on", "true")
-    if not tools and not agents:
-        return HttpResponse("A token must reach tools, agents or both.", status=400)
-    record, token = ApiToken.issue(request.user, name, can_approve=can_approve, tools=tools, agents=agents)
-    tokens = ApiToken.objects.filter(user=request.user, revoked_at=None)
-    return render(request, "toolsets/_tokens.html", {"tokens": tokens, "new_token": token, "new_record": record})
-
-
-@login_required
-@require_POST
-def revoke_token(request: AuthedRequest, token_id: int) -> HttpResponse:
-    record = get_object_or_404(ApiToken, pk=token_id, user=request.user, revoked_at=None)
-    record.revoked_at = timezone.now()
-    record.save(update_fields=["revoked_at"])
-    tokens = ApiToken.objects.filter(user=request.user, revoked_at=None)
-    return render(request, "toolsets/_tokens.html", {"tokens": tokens})
 
 
 @login_required

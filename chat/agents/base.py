@@ -34,6 +34,14 @@ class AgentSpec:
     start_message: str = field(default="")
     # The groups an admin limited it to (empty: everyone).
     group_ids: frozenset[int] = frozenset()
+    # The knowledge bases an admin attached: its Knowledge searches look only there (and only
+    # in those the user it works for may see, checked on every call).
+    base_ids: tuple[int, ...] = ()
+
+    @property
+    def scope(self) -> dict[str, Any]:
+        """What its tool calls are limited to (ToolContext.scope)."""
+        return {"knowledge_bases": list(self.base_ids)} if self.base_ids else {}
 
     @property
     def tool_name(self) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 
@@ -38,13 +39,39 @@ def agents() -> dict[str, AgentSpec]:
             name=row.name,
             description=row.description,
             instructions=row.instructions,
-            toolsets=tuple(str(t) for t in row.toolsets or [] if isinstance(t, str)),
+            toolsets=_with_knowledge(tuple(str(t) for t in row.toolsets or [] if isinstance(t, str)), row.base_ids),
             max_iterations=max(1, row.max_iterations),
             model_id=row.model_id,
             builtin=False,
             group_ids=row.group_ids,
+            base_ids=row.base_ids,
         )
     return found
+
+
+def name_of(agent_id: str) -> str:
+    """The agent's name for a page; its id, marked gone, when no enabled agent has it now."""
+    if not agent_id:
+        return ""
+    found = agents().get(agent_id)
+    return found.name if found else f"{agent_id} (no longer available)"
+
+
+def working_selection(agent: AgentSpec, general: Callable[[], dict[str, list[str]]]) -> dict[str, list[str]]:
+    """The tools a conversation held *as* `agent` offers (the hub's `agent/<id>`, an automation
+    with an agent): its own toolsets, every tool of each; or, for a general agent (toolsets
+    None), the selection `general()` gives (read only then) without subagents (the agent itself does not delegate)."""
+    from toolsets.registry import all_toolsets
+
+    if agent.toolsets is None:
+        return {k: list(v) for k, v in general().items() if k != "agents"}
+    known = all_toolsets()
+    return {t: [tool.name for tool in known[t].tools] for t in agent.toolsets if t in known}
+
+
+def _with_knowledge(toolsets: tuple[str, ...], base_ids: tuple[int, ...]) -> tuple[str, ...]:
+    # Bases attached to an agent are searched with the Knowledge tools: attaching one gives them.
+    return (*toolsets, "knowledge") if base_ids and "knowledge" not in toolsets else toolsets
 
 
 def agent_for_tool(name: str, known: dict[str, AgentSpec] | None = None) -> AgentSpec | None:

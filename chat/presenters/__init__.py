@@ -5,7 +5,6 @@ turn and from its `LiveTurn` for a running one; fragments (what the worker pushe
 very same partials. The page, a reconnect and the live stream therefore show the same thing.
 """
 
-from .approval import approval
 from .cards import (
     RESULT_DISPLAY_LIMIT,
     STATUS_LABELS,
@@ -15,7 +14,6 @@ from .cards import (
     pretty_json,
     tool_display_name,
 )
-from .elicitation import elicitation
 from .fragments import (
     StepText,
     card_fragment,
@@ -27,6 +25,7 @@ from .fragments import (
     turn_fragment,
     turn_state_fragment,
 )
+from .question import approval, elicitation, question
 from .turns import exchange, step, stored_turn_view, turn, turn_from_db, turn_from_live, turn_views
 
 __all__ = [
@@ -44,6 +43,7 @@ __all__ = [
     "new_card_fragment",
     "new_step_fragment",
     "pretty_json",
+    "question",
     "render",
     "sources_fragment",
     "step",

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.urls import reverse
 
-from toolsets.availability import DISABLED_BY_ADMIN
+from toolsets.availability import DISABLED_BY_USER, NEEDS_SETUP, NO_API_KEY
 from toolsets.base import humanize, split_qualified_name
 from toolsets.mcp.results import is_content_result
 from toolsets.registry import get_toolset, resolve
@@ -15,9 +15,13 @@ from toolsets.registry import get_toolset, resolve
 from .. import dom, summaries
 from ..agents.base import DELEGATE_PREFIX
 from ..agents.registry import builtin_agents
-from .approval import cached_text
+from ..app_input import partial_arguments
+from .question import KINDS
+from .values import cached_text, pretty_json
 
 RESULT_DISPLAY_LIMIT = 20_000
+# The refusals (toolsets.policy.gate) the user ends by setting the toolset up.
+FIXABLE_BY_USER = (DISABLED_BY_USER, NEEDS_SETUP, NO_API_KEY)
 STATUS_LABELS = {
     "pending": "Calling...",
     "calling": "Calling...",
@@ -46,21 +50,17 @@ def tool_display_name(name: str) -> str:
 
 
 def _connect(name: str, error_type: str, error: str) -> tuple[str, str]:
-    """The "Connect <toolset>" action on an error card whose toolset the user must set up."""
+    """The "Connect <toolset>" action on an error card whose toolset the user must set up: only
+    for a refusal that says so (the gate's "<toolset>: <reason>."), never for a denial (the
+    user's, an admin's Deny, a tool not offered), which setting anything up would not change."""
     parts = split_qualified_name(name)
     toolset = get_toolset(parts[0]) if parts else None
-    if toolset is None or error_type != "permission_denied" or DISABLED_BY_ADMIN in error:
+    if toolset is None or error_type != "permission_denied":
+        return "", ""
+    said = error.strip().removeprefix(f"{toolset.name}: ").removesuffix(".")
+    if said not in FIXABLE_BY_USER:
         return "", ""
     return reverse("toolsets:settings") + f"#toolset-{toolset.id}", f"Connect {toolset.label}"
-
-
-def pretty_json(value: Any) -> str:
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except (json.JSONDecodeError, ValueError):
-            return value
-    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
 
 
 def card(
@@ -80,21 +80,24 @@ def card(
     progress_percent: float | None = None,
     execution_id: int | None = None,
     delegation: dict[str, Any] | None = None,
+    question: dict[str, Any] | None = None,
     approval: dict[str, Any] | None = None,
     elicitation: dict[str, Any] | None = None,
     cached_at: str | None = None,
+    partial_input: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A tool card's view. `turn_id` is the id prefix of the steps it belongs to (a turn's id,
-    or a subagent's lane prefix, see chat.dom.lane)."""
+    or a subagent's lane prefix, see chat.dom.lane). `question`: what the call waits for the
+    person to answer (`presenters.question`; `approval` and `elicitation` name its kind)."""
+    question = (question or approval or elicitation) if status == "waiting" else None
+    waiting = KINDS.get(question["kind"]) if question else None
     found = resolve(name)
     tool = found[1] if found else None
     display_name = tool_display_name(name)
     result_text = "" if result is None else pretty_json(result)
     truncated = len(result_text) > RESULT_DISPLAY_LIMIT
-    if status == "waiting" and elicitation:
-        summary = "Waiting for your answer"
-    elif status == "waiting":
-        summary = "Waiting for your approval"
+    if status == "waiting":
+        summary = waiting.summary if waiting else KINDS["approval"].summary
     elif status in ("pending", "calling"):
         summary = progress_text or summaries.status_text(tool, display_name, arguments if status == "calling" else None)
     elif status == "success":
@@ -105,16 +108,20 @@ def card(
     if delegation:
         # A subagent's card: its agent's name, and what it is doing or did.
         display_name, summary = delegation.get("name") or display_name, delegation.get("message") or summary
+    template = tool.card_template if tool is not None and not delegation else ""
     view = {
         "dom_id": dom.card(turn_id, step, position),
+        # A tool that shows its calls its own way: its template gets the arguments and the
+        # result (or, while it runs, the result so far) as they are.
+        "template": template,
+        "raw": {"arguments": arguments, "result": result} if template else None,
+        "open": bool(template and tool is not None and tool.card_open),
         "name": name,
         "call_id": call_id,
         "display_name": display_name,
         "hints": list(tool.hints) if tool is not None else [],
         "status": status,
-        "status_label": "Needs your answer"
-        if status == "waiting" and elicitation
-        else STATUS_LABELS.get(status, status),
+        "status_label": waiting.status_label if waiting else STATUS_LABELS.get(status, status),
         "summary": summary,
         "arguments": "" if _no_arguments(arguments) else pretty_json(arguments),
         "result": result_text[:RESULT_DISPLAY_LIMIT],
@@ -130,24 +137,47 @@ def card(
         "connect_url": connect_url,
         "connect_label": connect_label,
         "delegation": delegation,
-        # Tool policy: the question of an "ask" call waiting for the user (chat/_approval.html),
-        # and for a result reused from the cache, when the call that produced it ran.
-        "approval": approval if status == "waiting" else None,
-        # An MCP server's question to the user during the call (chat/_elicitation.html).
-        "elicitation": elicitation if status == "waiting" else None,
+        # What the call waits for the person to answer, of any kind (chat/_question.html): an
+        # "ask" call's approval, an MCP server's question during the call.
+        "question": question,
+        # For a result reused from the cache: when the call that produced it ran.
         "cached_at": cached_at,
         "cached_text": cached_text(cached_at) if cached_at else "",
+        # An MCP App's View (static/js/mcp_apps.js loads it into the card), from the moment the
+        # model names the tool; or why the server's page was refused.
+        "app": app_view(found[0].name, dom.card(turn_id, step, position), name, status, arguments, partial_input)
+        | {"execution_id": execution_id, "reason": (error or ("Stopped" if status == "cancelled" else ""))[:300]}
+        if found and tool is not None and tool.app and tool.app.get("sha256") and not delegation
+        else None,
+        "app_refused": str(tool.app.get("refused") or "") if found and tool is not None and tool.app else "",
     }
+    # What the card's View is told of its call, read by static/js/mcp_apps.js.
+    view["app_json"] = json.dumps(view["app"]) if view["app"] else ""
     # A call still starting has nothing to show under its header: no empty strip there until
     # its arguments (or anything else) are known.
     view["has_body"] = any(
         view[key]
         for key in (
-            *("delegation", "connect_url", "arguments", "approval", "elicitation"),
-            *("error", "result", "cached_text"),
+            *("delegation", "connect_url", "arguments", "question"),
+            *("error", "result", "cached_text", "app", "app_refused"),
         )
-    ) or bool(view["content"] or duration_ms is not None)
+    ) or bool(view["content"] or view["template"] or duration_ms is not None)
     return view
+
+
+def app_view(
+    server: str, dom_id: str, name: str, status: str, arguments: Any, partial_input: dict[str, Any] | None
+) -> dict[str, Any]:
+    """What a card's View is told of its call (static/js/mcp_apps.js): the input so far (while
+    the model writes it), then whole, then how the call ended."""
+    if status == "pending":
+        shown = partial_input
+    elif isinstance(arguments, dict):
+        shown = arguments
+    else:
+        parsed = partial_arguments(arguments) if isinstance(arguments, str) else None
+        shown = parsed if parsed is not None else {}
+    return {"box": f"mcp-app-{dom_id}", "server": server, "tool": name, "status": status, "input": shown}
 
 
 def _no_arguments(arguments: Any) -> bool:

@@ -11,7 +11,8 @@ from django.template.loader import get_template
 from .. import citations, dom
 from ..citations import Citations
 from ..live import LiveTurn
-from ..rendering import RenderedText, render_text, tail_patch
+from ..open_block import OpenBlock
+from ..rendering import RenderedText, render_text
 from .turns import live_lane_steps, step, turn_from_live, with_lane
 
 # --- Fragments: the same partials, pushed over the socket ------------------------------------------
@@ -35,8 +36,9 @@ def turn_state_fragment(live: LiveTurn) -> str:
     return render("chat/_turn_state.html", {"turn": turn_from_live(live), "oob": True})
 
 
-def new_step_fragment(turn_id: int | str, index: int) -> str:
-    html = render("chat/_step.html", {"step": step(turn_id, index, text="", cards=[], state="streaming")})
+def new_step_fragment(turn_id: int | str, index: int, steered: list[str] | None = None) -> str:
+    view = step(turn_id, index, text="", cards=[], state="streaming", steered=steered)
+    html = render("chat/_step.html", {"step": view})
     return f'<div hx-swap-oob="beforeend:#{dom.steps(turn_id)}">{html}</div>'
 
 
@@ -69,12 +71,12 @@ def sources_fragment(turn_id: int, sources: list[dict[str, Any]]) -> str:
 class StepText:
     """One step's streamed text as the page has been sent it, and the fragments that bring the
     page to the current text: finished Markdown blocks are appended once, rendered; the growing
-    last block is appended to or replaced as raw text."""
+    last block shows rendered too, changed in place (chat/open_block.py)."""
 
     def __init__(self, turn_id: int | str, index: int) -> None:
         self.turn_id, self.index = turn_id, index
         self.blocks: list[str] = []  # rendered finished blocks, in order: stored with the message
-        self._tail: tuple[str, str] = ("", "")  # (tail, tail_html) last sent
+        self._open = OpenBlock()  # what the page's tail element shows
         self._done = ""  # the text of the finished blocks: the next call splits only what follows
 
     @property
@@ -93,12 +95,11 @@ class StepText:
         if rendered.blocks:
             linked = "".join(citations.link(block, cite) for block in rendered.blocks)
             html.append(f'<div hx-swap-oob="beforeend:#{dom.blocks(self.turn_id, self.index)}">{linked}</div>')
-        patch = tail_patch(*self._tail, rendered, complete=complete)
+        patch = self._open.update(rendered, complete=complete)
         tail_id = dom.tail(self.turn_id, self.index)
         if patch is not None and patch.replace:
             html.append(f'<div id="{tail_id}" class="md-tail" hx-swap-oob="true">{patch.html}</div>')
         elif patch is not None:
-            html.append(f'<div hx-swap-oob="beforeend:#{tail_id}">{patch.html}</div>')
-        self._tail = (rendered.tail, rendered.tail_html)
+            html.append(f'<div hx-swap-oob="beforeend:{patch.selector(tail_id)}">{patch.html}</div>')
         self.blocks.extend(rendered.blocks)
         return "".join(html), bool(rendered.blocks)

@@ -9,13 +9,16 @@ from typing import Any
 
 from django.urls import reverse
 
-from .. import citations, dom, usage
-from ..agent.catalogue import FIND_TOOL
-from ..agent.context import READ_TOOL
+from agent.catalogue import FIND_TOOL
+from agent.context import READ_TOOL
+from chat import citations, dom
+from chat.spend import usage
+from chat.worker import fair_share
+
 from ..citations import Citations
 from ..live import LiveTurn
 from ..models import Message, Turn
-from ..rendering import fingerprint, render_complete, render_text
+from ..rendering import fingerprint, render_complete, render_open, render_text
 from .cards import card, card_from_execution
 
 
@@ -69,14 +72,19 @@ def step(
     state: str,
     html: str | None = None,
     cite: Citations | None = None,
+    steered: list[str] | None = None,
 ) -> dict[str, Any]:
     """`state`: streaming | complete | stopped | failed. `html`: the finished text, already
-    rendered (a stored message). `cite`: the turn's sources, to link the text's [n] to."""
+    rendered (a stored message). `cite`: the turn's sources, to link the text's [n] to.
+    `steered`: the person's guidance read before this call."""
     if html is not None and state != "streaming":
         blocks, tail, tail_html = [html], "", ""
     else:
         rendered = render_text(text, complete=state != "streaming")
         blocks, tail, tail_html = rendered.blocks, rendered.tail, rendered.tail_html
+        if tail and not tail_html:
+            # The block still being written shows rendered, as the live page has it (chat/open_block.py).
+            tail_html = render_open(tail)[0]
     if cite:
         blocks = [citations.link(block, cite) for block in blocks]
     return {
@@ -88,6 +96,7 @@ def step(
         "tail_html": tail_html,
         "state": state,
         "has_text": bool(text.strip()),
+        "steered": steered or [],
     }
 
 
@@ -133,6 +142,7 @@ def turn_from_live(live: LiveTurn) -> dict[str, Any]:
             cards=[with_lane(c, live.id, lanes, cite) for c in s.cards],
             state=s.state,
             cite=cite,
+            steered=s.steered,
         )
         for s in live.steps
     ]
@@ -252,11 +262,14 @@ def turn_views(turns: Sequence[Turn]) -> tuple[dict[int, dict[str, Any]], dict[i
     ids = [t.pk for t in turns]
     messages: dict[int, list[Message]] = defaultdict(list)
     asked: dict[int, Message] = {}
+    steered: dict[int, list[Message]] = defaultdict(list)
     stale = []
     roles = (Message.Role.USER, Message.Role.ASSISTANT)
     for m in files.with_file_flag(Message.objects.filter(turn_id__in=ids, role__in=roles)).order_by("id"):
         if m.role == Message.Role.USER:
-            if not m.lane:  # a subagent's task is shown in its card, not as the user's message
+            if (m.metadata or {}).get("steered") and not m.lane:
+                steered[m.turn_id].append(m)  # type: ignore[index]
+            elif not m.lane:  # a subagent's task is shown in its card, not as the user's message
                 asked.setdefault(m.turn_id, m)  # type: ignore[arg-type]
             continue
         messages[m.turn_id].append(m)  # type: ignore[index]
@@ -283,10 +296,28 @@ def turn_views(turns: Sequence[Turn]) -> tuple[dict[int, dict[str, Any]], dict[i
     for e in ToolExecution.objects.filter(turn_id__in=ids).defer("raw_arguments"):
         executions[e.turn_id].append(e)  # type: ignore[index]
     views = {}
+    # Turns waiting behind their owner's other turns say so (chat/worker/fair_share.py): one Redis read.
+    notes = fair_share.notes(t.pk for t in turns if t.status == Turn.Status.QUEUED)
     for t in turns:
         live = LiveTurn.load(t.pk) if t.is_active else None
         views[t.pk] = turn_from_live(live) if live else turn_from_db(t, messages[t.pk], executions[t.pk])
+        if t.pk in notes and not live:
+            views[t.pk]["queued_note"] = notes[t.pk]
+        if not live and steered.get(t.pk):
+            _place_steered(t.pk, views[t.pk]["steps"], steered[t.pk])
     return views, asked
+
+
+def _place_steered(turn_id: int, steps: list[dict[str, Any]], messages: list[Message]) -> None:
+    """Shows each piece of guidance at the model call that read it (the first step from its
+    own on: a step that never started, when Stop came right after, leaves it to the next)."""
+    for m in messages:
+        at = m.step or 0
+        target = next((s for s in steps if s["index"] >= at), None)
+        if target is None:
+            target = step(turn_id, at, text="", cards=[], state="complete")
+            steps.append(target)
+        target["steered"] = [*target["steered"], m.content]
 
 
 def stored_turn_view(turn_id: int) -> dict[str, Any] | None:

@@ -12,11 +12,10 @@ subagent's transcript is its card's, tool results are data).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
-
 from django.db import connection
 from django.db.backends.base.base import BaseDatabaseWrapper
+
+from core.fulltext import execute_for_vendor, fetch_rows
 
 from .query import INDEXED_CHARS, fts5_query, tsquery
 
@@ -95,19 +94,13 @@ PG_DROP = ["DROP INDEX IF EXISTS chatsearch_message_tsv", "DROP INDEX IF EXISTS 
 
 def install(conn: BaseDatabaseWrapper) -> None:
     """Creates the index for this database (the migration, and the repair after migrations)."""
-    with conn.cursor() as cursor:
-        if conn.vendor == "sqlite":
-            for sql in [*SQLITE_TABLES, *SQLITE_TRIGGERS.values(), *SQLITE_REBUILD]:
-                cursor.execute(sql)
-        elif conn.vendor == "postgresql":
-            for sql in PG_INDEXES:
-                cursor.execute(sql)
+    execute_for_vendor(
+        conn, {"sqlite": [*SQLITE_TABLES, *SQLITE_TRIGGERS.values(), *SQLITE_REBUILD], "postgresql": PG_INDEXES}
+    )
 
 
 def uninstall(conn: BaseDatabaseWrapper) -> None:
-    with conn.cursor() as cursor:
-        for sql in {"sqlite": SQLITE_DROP, "postgresql": PG_DROP}.get(conn.vendor, []):
-            cursor.execute(sql)
+    execute_for_vendor(conn, {"sqlite": SQLITE_DROP, "postgresql": PG_DROP})
 
 
 def repair(conn: BaseDatabaseWrapper) -> bool:
@@ -130,12 +123,6 @@ def repair(conn: BaseDatabaseWrapper) -> bool:
 # --- Queries ----------------------------------------------------------------------------------
 
 
-def _rows(sql: str, params: Iterable[Any]) -> list[tuple[Any, ...]]:
-    with connection.cursor() as cursor:
-        cursor.execute(sql, list(params))
-        return list(cursor.fetchall())
-
-
 # Only the branch a chat shows is found: a version edited away or answered again stays in the
 # index (switching back shows it again) but a hit on it would open a chat that does not show it.
 SHOWN_BRANCH_JOIN = "LEFT JOIN chat_turn t ON t.id = m.turn_id AND t.active = %s"
@@ -149,12 +136,12 @@ def matching(user_id: int, words: list[str]) -> tuple[set[int], dict[int, int]]:
         return set(), {}
     if connection.vendor == "sqlite":
         match = fts5_query(words)
-        titles = _rows(
+        titles = fetch_rows(
             "SELECT id FROM chat_chat WHERE owner_id = %s AND id IN "
             "(SELECT rowid FROM chatsearch_chat_fts WHERE chatsearch_chat_fts MATCH %s)",
             [user_id, match],
         )
-        messages = _rows(
+        messages = fetch_rows(
             "SELECT m.chat_id, MAX(m.id) FROM chat_message m JOIN chat_chat c ON c.id = m.chat_id "
             f"{SHOWN_BRANCH_JOIN} WHERE c.owner_id = %s AND {SHOWN_BRANCH} AND m.id IN "
             "(SELECT rowid FROM chatsearch_message_fts WHERE chatsearch_message_fts MATCH %s) "
@@ -163,12 +150,12 @@ def matching(user_id: int, words: list[str]) -> tuple[set[int], dict[int, int]]:
         )
     elif connection.vendor == "postgresql":
         query = tsquery(words)
-        titles = _rows(
+        titles = fetch_rows(
             f"SELECT id FROM chat_chat WHERE owner_id = %s AND {PG_TITLE_VECTOR} @@ {_PG_QUERY}",
             [user_id, query],
         )
         where = INDEXED_WHERE.replace("role", "m.role").replace("lane", "m.lane")
-        messages = _rows(
+        messages = fetch_rows(
             "SELECT m.chat_id, MAX(m.id) FROM chat_message m JOIN chat_chat c ON c.id = m.chat_id "
             f"{SHOWN_BRANCH_JOIN} WHERE c.owner_id = %s AND {SHOWN_BRANCH} AND {where} "
             f"AND {_pg_vector(f'left(m.content, {INDEXED_CHARS})')} @@ {_PG_QUERY} "

@@ -266,9 +266,20 @@
       composer().classList.add("is-waiting");
     }
   }, true);
+  // A steer goes at once (the answer is running): not before its files are ready.
+  document.addEventListener("htmx:confirm", function (e) {
+    if (!e.detail.elt || e.detail.elt.id !== "steer-btn") return;
+    var bad = failed();
+    if (bad.length || busy()) {
+      e.preventDefault();
+      showError(bad.length ? "Remove the file that could not be attached (" + (bad[0].file.name || "pasted image") + ") before steering." : "Wait until the files are ready, then steer.");
+    }
+  });
   document.addEventListener("htmx:afterRequest", function (e) {
     var form = composer();
-    if (!form || e.detail.elt !== form) return;
+    var steer = document.getElementById("steer-btn");
+    // Sent, queued or handed to the running answer as a steer: the files went with it.
+    if (!form || (e.detail.elt !== form && (!steer || e.detail.elt !== steer))) return;
     form.classList.remove("is-waiting");
     if (e.detail.successful) {
       // Sent: the files belong to the message now; the chips go, nothing is deleted.

@@ -14,6 +14,10 @@
   var lastHeard = {}; // turn id → when a fragment of it last arrived
   var STALL_MS = 8000;
   var SEQ = /^<!--seq (\d+) (\d+)( full)?-->/;
+  // A queued turn's state, sent before any worker has it (chat/turn_queue.py): no sequence number.
+  var STATUS = /^<!--status (\d+)-->/;
+  // An exchange no tab sent (a queued message its worker started, chat/pending.py).
+  var EXCHANGE = /^<!--exchange (\d+)-->/;
   // DOM id prefixes, defined once on the server (chat/dom.py) and handed over on <body>.
   var TURN = document.body.dataset.domTurn || "turn-";
   var TURN_STATE = document.body.dataset.domTurnState || "turn-state-";
@@ -194,7 +198,7 @@
 
   // --- Socket -----------------------------------------------------------------------------------
   function requestSync(turnId) {
-    if (socket) socket.send(JSON.stringify({ type: "sync", turn: turnId }), document.querySelector("[ws-connect]"));
+    if (socket) socket.send(JSON.stringify({ type: "sync", turn: turnId }), document.querySelector("main.chat[ws-connect]"));
   }
 
   // --- Composer ---------------------------------------------------------------------------------
@@ -216,82 +220,34 @@
     composer().requestSubmit();
   }
 
-  // --- Approval cards: Approve / Deny on a tool call that waits for the user ---------------------
-  // The answer is a POST (checked against the chat's owner); the card's new state arrives over
-  // the socket, in every open tab. Found by their data attributes and the box's own id, which
-  // model and tool output cannot carry.
-  var APPROVALS = "/approvals/";
+  // --- Question cards: a tool call waits for the person's answer ------------------------------
+  // Any kind (an approval: Approve / Deny; an MCP server's question: Accept / Decline / Cancel,
+  // Done for a page to open) is one box with one form and one answer URL: a POST checked against
+  // the chat's owner and, for a server's form, its schema (errors come back per field). The
+  // card's new state arrives over the socket, in every open tab. Found by their data attributes
+  // and the box's own id, which model and tool output cannot carry.
+  var QUESTIONS = "/questions/";
   function csrfToken() {
     try { return JSON.parse(document.body.getAttribute("hx-headers") || "{}")["X-CSRFToken"] || ""; } catch (err) { return ""; }
   }
-  function approvalBox(button) {
-    var box = button.closest("[data-approval]");
-    if (!box || box.id !== "approval-" + box.dataset.approval) return null;
-    var url = box.dataset.approvalUrl || "";
-    return url.indexOf(APPROVALS) === 0 ? box : null;
-  }
-  function answerApproval(button) {
-    var box = approvalBox(button);
-    if (!box) return;
-    var buttons = box.querySelectorAll("button[data-approval-action]");
-    var error = box.querySelector("[data-approval-error]");
-    var reason = box.querySelector("input[data-approval-reason]");
-    var always = box.querySelector("input[data-approval-always]");
-    var body = new URLSearchParams();
-    body.set("decision", button.dataset.approvalAction);
-    if (reason && reason.value.trim()) body.set("reason", reason.value.trim());
-    if (always && always.checked) body.set("always", "1");
-    function settle(text, failed) {
-      box.removeAttribute("aria-busy");
-      buttons.forEach(function (b) { b.disabled = !failed; });
-      if (error) { error.textContent = text; error.hidden = !text; }
-      if (failed) button.focus();
+  function answerQuestion(form, button) {
+    var box = form && form.closest("[data-question]");
+    if (!box || box.id !== box.dataset.kind + "-" + box.dataset.question) return;
+    var url = box.dataset.questionUrl || "";
+    if (url.indexOf(QUESTIONS) !== 0) return;
+    if (!button) {
+      // Enter in a field: a server's form is sent (Accept); an approval's reason answers nothing.
+      if (box.dataset.kind !== "elicitation") return;
+      button = form.querySelector('button[data-question-action][value="accept"]');
+      if (!button) return;
     }
-    buttons.forEach(function (b) { b.disabled = true; });
-    box.setAttribute("aria-busy", "true");
-    postAnswer(box.dataset.approvalUrl, body, box, "[data-approval-status]", settle);
-  }
-
-  // A card's answer (an approval, a server's question): POSTed as a form; the outcome goes to
-  // the card's own settle(text, failed, fieldErrors) and status line. The card's new state
-  // arrives over the socket.
-  function postAnswer(url, body, box, statusSelector, settle) {
-    fetch(url, {
-      method: "POST",
-      credentials: "same-origin",
-      headers: { "X-CSRFToken": csrfToken(), "Content-Type": "application/x-www-form-urlencoded" },
-      body: body.toString(),
-    }).then(function (response) {
-      return response.json().catch(function () { return {}; }).then(function (data) {
-        if (response.ok) {
-          settle("", false);
-          var status = box.querySelector(statusSelector);
-          if (status) status.textContent = data.message || "Answer sent.";
-          return;
-        }
-        settle(data.message || "Could not send your answer. Try again.", true, data.errors);
-      });
-    }).catch(function () {
-      settle("Could not reach Tessera. Check your connection and try again.", true);
-    });
-  }
-
-  // --- Question cards: an MCP server asks the user during a tool call ----------------------------
-  // Accept / Decline / Cancel (Done for a page to open): a POST checked against the chat's owner
-  // and, for a form, against the server's schema (errors come back per field). The card's new
-  // state arrives over the socket. Found like the approval box: data attributes and its own id.
-  var ELICITATIONS = "/elicitations/";
-  function answerElicitation(form, button) {
-    var box = form.closest("[data-elicitation]");
-    if (!box || box.id !== "elicitation-" + box.dataset.elicitation) return;
-    var url = box.dataset.elicitationUrl || "";
-    if (url.indexOf(ELICITATIONS) !== 0) return;
-    var action = (button && button.dataset.elicitationAction) || "accept";
     var body = new URLSearchParams();
-    if (action === "accept") new FormData(form).forEach(function (value, key) { body.append(key, value); });
-    body.set("action", action);
-    var buttons = form.querySelectorAll("button[data-elicitation-action]");
-    var message = box.querySelector("[data-elicitation-message-error]");
+    if (box.dataset.kind === "approval" || button.value === "accept") {
+      new FormData(form).forEach(function (value, key) { body.append(key, value); });
+    }
+    body.set(button.name, button.value);
+    var buttons = form.querySelectorAll("button[data-question-action]");
+    var message = box.querySelector("[data-question-error]");
     function showErrors(errors) {
       box.querySelectorAll("[data-elicitation-error]").forEach(function (p) {
         var text = errors[p.dataset.elicitationError] || "";
@@ -315,12 +271,29 @@
       if (message) { message.textContent = text; message.hidden = !text; }
       if (failed) {
         var invalid = form.querySelector('[aria-invalid="true"]');
-        (invalid || button || buttons[0]).focus();
+        (invalid || button).focus();
       }
     }
     buttons.forEach(function (b) { b.disabled = true; });
     box.setAttribute("aria-busy", "true");
-    postAnswer(url, body, box, "[data-elicitation-status]", settle);
+    fetch(url, {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { "X-CSRFToken": csrfToken(), "Content-Type": "application/x-www-form-urlencoded" },
+      body: body.toString(),
+    }).then(function (response) {
+      return response.json().catch(function () { return {}; }).then(function (data) {
+        if (response.ok) {
+          settle("", false);
+          var status = box.querySelector("[data-question-status]");
+          if (status) status.textContent = data.message || "Answer sent.";
+          return;
+        }
+        settle(data.message || "Could not send your answer. Try again.", true, data.errors);
+      });
+    }).catch(function () {
+      settle("Could not reach Tessera. Check your connection and try again.", true);
+    });
   }
 
   // --- The one click listener -------------------------------------------------------------------
@@ -356,8 +329,9 @@
     var cancel = target.closest("[data-edit-cancel]");
     if (cancel) { setEditing(cancel.closest("[data-edit-form]"), false); return; }
 
-    var answer = target.closest("button[data-approval-action]");
-    if (answer) { answerApproval(answer); return; }
+    // A question's button that does not submit its form (an approval's: Approve, Deny).
+    var answer = target.closest('button[data-question-action][type="button"]');
+    if (answer) { answerQuestion(answer.form, answer); return; }
 
     var action = target.closest("[data-action]");
     if (action && ACTIONS[action.dataset.action]) ACTIONS[action.dataset.action]();
@@ -412,14 +386,23 @@
     }
     if (e.target === el && e.key === "Enter" && !e.shiftKey && !e.isComposing) {
       e.preventDefault();
-      if (!isRunning() && el.value.trim()) composer().requestSubmit();
+      if (!el.value.trim()) return;
+      // While an answer runs, Enter queues the message (the server decides) and Ctrl+Enter
+      // hands it to the running agent (Steer).
+      var steerButton = byId("steer-btn");
+      if ((e.ctrlKey || e.metaKey) && isRunning() && steerButton) steerButton.click();
+      else composer().requestSubmit();
     }
   });
 
   document.addEventListener("submit", function (e) {
-    if (e.target.id === "composer" && (isRunning() || !input().value.trim())) e.preventDefault();
-    var question = e.target.closest && e.target.closest("form[data-elicitation-form]");
-    if (question) { e.preventDefault(); answerElicitation(question, e.submitter); }
+    if (e.target.id === "composer" && !input().value.trim()) e.preventDefault();
+    var question = e.target.closest && e.target.closest("form[data-question-form]");
+    if (question) {
+      e.preventDefault();
+      var submitter = e.submitter && e.submitter.matches("button[data-question-action]") ? e.submitter : null;
+      answerQuestion(question, submitter);
+    }
   }, true);
 
   // --- htmx events ------------------------------------------------------------------------------
@@ -428,6 +411,7 @@
   var branchAnchor = null;
   document.addEventListener("htmx:beforeRequest", function (e) {
     var elt = e.detail.elt;
+    if (elt && (elt.id === "composer" || elt.id === "steer-btn")) elt.dataset.sentText = input().value;
     if (elt && elt.getAttribute && elt.getAttribute("hx-target") === "#messages" && inside("messages", elt)) {
       branchAnchor = elt.getBoundingClientRect().top;
     }
@@ -489,6 +473,19 @@
   // reconnect) are dropped, and fragments for a turn the page does not show yet wait for the
   // sync that follows.
   document.addEventListener("htmx:wsBeforeMessage", function (e) {
+    var added = EXCHANGE.exec(e.detail.message || "");
+    if (added) {
+      if (byId(TURN + added[1])) e.preventDefault();
+      return;
+    }
+    var queued = STATUS.exec(e.detail.message || "");
+    if (queued) {
+      // Applied only while the page shows the turn and no worker has sent anything of it yet:
+      // it may come before the Send's response has added the turn, or after the worker began.
+      var shown = byId(TURN + queued[1]);
+      if (!shown || parseInt(shown.dataset.seq || "0", 10) > 0) e.preventDefault();
+      return;
+    }
     var m = SEQ.exec(e.detail.message || "");
     if (!m) return;
     var turn = byId(TURN + m[1]);
@@ -497,28 +494,49 @@
     var seen = parseInt(turn.dataset.seq || "0", 10);
     lastHeard[m[1]] = Date.now();
     if (seq <= seen) { e.preventDefault(); return; }
-    if (seq > seen + 1 && seen > 0 && !m[3]) {
-      // A fragment went missing (e.g. the worker could not publish it): the live state in Redis
-      // is complete, so ask for it instead of applying this one on top of a gap.
+    if (seq > seen + 1 && !m[3]) {
+      // A fragment went missing (e.g. the worker could not publish it, or it came before the
+      // Send's response had added the turn, while the page showed nothing of it yet): the live
+      // state in Redis is complete, so ask for it instead of applying this one on top of a gap.
       e.preventDefault();
       requestSync(m[1]);
       return;
     }
     turn.dataset.seq = String(seq);
   });
-  document.addEventListener("htmx:wsAfterMessage", function () {
+  document.addEventListener("htmx:wsAfterMessage", function (e) {
+    var added = EXCHANGE.exec((e.detail && e.detail.message) || "");
+    if (added) {
+      // Its worker may have streamed before the exchange arrived: ask for the turn's state.
+      requestSync(added[1]);
+      var empty = byId("empty-state");
+      if (empty) empty.remove();
+      pinned = true;
+    }
     updateRunning();
     if (pinned) scrollToBottom();
   });
+  // A page has several sockets (the chat's, the user's for the bell, an automation's): each
+  // says on its own element whether it is open; only the chat's carries syncs and the queue
+  // (the user socket opening last must not take its place).
+  function chatSocketElt(elt) { return elt && elt.matches && elt.matches("main.chat[ws-connect]"); }
   document.addEventListener("htmx:wsOpen", function (e) {
+    if (e.target && e.target.dataset) e.target.dataset.ws = "open";
+    if (!chatSocketElt(e.target)) return;
     socket = e.detail.socketWrapper;
+    // Waiting messages shown here may have been sent or cancelled while the socket was down.
+    var box = byId("pending-box");
+    if (box && !box.hidden) socket.send(JSON.stringify({ type: "queue" }), e.target);
     document.body.dataset.ws = "open";
   });
   document.addEventListener("htmx:wsClose", function (e) {
-    socket = null;
-    // 4xxx: the server refused this chat (signed out, or not yours); anything else reconnects.
+    // 4xxx: the server refused this socket (signed out, or not yours); anything else reconnects.
     var code = e.detail && e.detail.event && e.detail.event.code;
-    document.body.dataset.ws = code >= 4000 && code < 5000 ? "refused" : "reconnecting";
+    var state = code >= 4000 && code < 5000 ? "refused" : "reconnecting";
+    if (e.target && e.target.dataset) e.target.dataset.ws = state;
+    if (!chatSocketElt(e.target)) return;
+    socket = null;
+    document.body.dataset.ws = state;
   });
 
   document.addEventListener("htmx:afterRequest", function (e) {
@@ -532,10 +550,12 @@
       }
       return;
     }
-    if (!elt || elt.id !== "composer") return;
+    if (!elt || (elt.id !== "composer" && elt.id !== "steer-btn")) return;
     if (e.detail.successful) {
       showError("");
-      input().value = "";
+      // Only the text that was sent: what the person typed since (the next message) stays.
+      var sent = elt.dataset.sentText;
+      if (sent === undefined || input().value === sent) input().value = "";
       autosize();
       var empty = byId("empty-state");
       if (empty) empty.remove();

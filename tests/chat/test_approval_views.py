@@ -1,5 +1,5 @@
-"""Answering approval cards (chat/approval_views.py): only the owner of a running turn's chat,
-once, with a valid decision."""
+"""Answering approval cards (chat/question_views.py, the approval kind): only the owner of a
+running turn's chat, once, with a valid decision."""
 
 from __future__ import annotations
 

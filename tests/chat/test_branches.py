@@ -9,8 +9,9 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from chat import branches, turn_store
+from chat import branches
 from chat.models import Chat, LLMModel, Message, Turn
+from chat.worker import turn_store
 
 pytestmark = pytest.mark.django_db
 

@@ -1,4 +1,4 @@
-"""Budgets (chat/budgets.py) against the real Redis: reservations are atomic across workers, the
+"""Budgets (chat/spend/budgets.py) against the real Redis: reservations are atomic across workers, the
 turn ends with a clear message when a budget is used up, the period resets, prices come from the
 admin or LiteLLM, users see what they have left and admins export the spend."""
 
@@ -20,11 +20,11 @@ from django.contrib.auth.models import Group
 from django.test import Client
 from django.urls import reverse
 
-from chat import budgets
-from chat.agent.budget import OverBudget
-from chat.agent.types import Usage
+from agent.budget import OverBudget
+from agent.types import Usage
 from chat.models import Budget, Chat, LLMModel, Message, Spend, Turn
-from chat.turns import run_turn
+from chat.spend import budgets
+from chat.worker.turns import run_turn
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -235,7 +235,7 @@ def test_two_worker_processes_racing_on_a_budget_overspend_by_at_most_one_reserv
     """Eight turns of one user queued at once, run by the stack's worker and a second worker
     process: their model calls race on the last of a token budget in Redis."""
     from config.celery import app
-    from tests.processes import Processes, wait_until
+    from tests.processes import BOOT_S, Processes, wait_until
 
     demo_model.extra_params = {"tokens_per_second": 400, "max_tokens": 3_000}
     demo_model.save()
@@ -248,7 +248,7 @@ def test_two_worker_processes_racing_on_a_budget_overspend_by_at_most_one_reserv
             assert second.poll() is None, processes.log("second").read_text()[-2000:]
             return bool(app.control.ping(destination=[node], timeout=0.5))
 
-        wait_until(answers, 60, "the second worker did not answer")
+        wait_until(answers, BOOT_S, "the second worker did not answer")
         # One token: whichever call reserves first takes the whole budget; every other call,
         # in either process, must be refused, before or after that call settles.
         limit = 1
@@ -412,8 +412,8 @@ def _send(chat: Chat, text: str) -> Turn:
 def test_the_context_summary_is_reserved_and_priced_with_the_summary_model(user: Any, redis_server: str) -> None:
     """The chat outgrows its model (the provider refuses it); the running summary written by
     the admin's summary model is one more call against the budget, priced with that model."""
-    from chat.compaction import INSTRUCTIONS
     from chat.models import AppSettings
+    from chat.worker.compaction import INSTRUCTIONS
     from tests.providers.replay import ReplayServer, Reply
     from tests.providers.shapes import answer, finish, role, text
     from tests.providers.shapes import usage as usage_chunk

@@ -24,10 +24,10 @@ import django
 
 django.setup()
 
-from chat import worker_loop
-from chat.agent.exceptions import ProviderError
-from chat.agent.llm import LiteLLMModel, ModelConfig
-from chat.agent.types import TextDelta
+from chat.worker import loop as worker_loop
+from agent.exceptions import ProviderError
+from agent.llm import LiteLLMModel, ModelConfig
+from agent.types import TextDelta
 from tests.providers.replay import Reply, ReplayServer
 from tests.providers.shapes import answer
 

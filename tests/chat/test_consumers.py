@@ -80,7 +80,7 @@ async def test_connect_mid_turn_sends_exact_live_state(user: Any) -> None:
     assert message.startswith(f"<!--seq {turn.pk} 7 full-->")
     assert f'id="turn-{turn.pk}"' in message and 'data-seq="7"' in message
     assert "<p>First paragraph.</p>" in message
-    assert "Second is stre</div>" in message
+    assert "<p>Second is stre</p></div>" in message  # the growing block, rendered
     await comm.disconnect()
 
 

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from chat.agent.catalogue import FIND_TOOL
-from chat.agent.llm import LiteLLMModel
+from agent.catalogue import FIND_TOOL
+from agent.llm import LiteLLMModel
 from chat.models import AppSettings, Chat, LLMModel, Message, Turn
-from chat.turns import run_turn
+from chat.worker.turns import run_turn
 from tests.providers.replay import ReplayServer, Reply
 from tests.providers.shapes import answer, call, calls, finish, role
 from toolsets.models import ToolExecution

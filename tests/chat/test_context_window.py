@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from chat.agent.context import READ_TOOL
-from chat.agent.loop import COMPACTED_NOTICE
-from chat.compaction import INSTRUCTIONS
+from agent.context import READ_TOOL
+from agent.loop import COMPACTED_NOTICE
 from chat.models import Chat, LLMModel, Message, TokenUsage, Turn
 from chat.presenters import turn_views
+from chat.worker.compaction import INSTRUCTIONS
 from tests.providers.replay import ReplayServer, Reply
 from tests.providers.shapes import answer, call, calls, finish, role
 

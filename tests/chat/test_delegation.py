@@ -11,7 +11,7 @@ from django.test import Client
 
 from chat.models import Chat, Message, Turn
 from chat.presenters import turn_views
-from chat.turns import run_turn
+from chat.worker.turns import run_turn
 from toolsets.models import ToolExecution
 from toolsets.workspace.sample_data import seed_for_user
 
@@ -109,8 +109,8 @@ def test_a_subagent_cannot_delegate_further(user: Any, demo_model: Any) -> None:
 
 
 def test_bad_delegation_arguments_are_a_validation_error_the_model_sees(user: Any, demo_model: Any) -> None:
-    from chat.agent.types import ToolCall
-    from chat.delegation import _arguments
+    from agent.types import ToolCall
+    from chat.worker.delegation import _arguments
 
     for raw in [
         "{}",
@@ -175,3 +175,19 @@ def test_research_is_delegated_and_cited_with_stable_numbers(user: Any, demo_mod
     client.force_login(user)
     page = client.get(f"/chats/{turn.chat_id}/").content.decode()
     assert f'id="src-{turn.pk}-1"' in page and 'class="cite"' in page
+
+
+def test_a_subagent_is_offered_the_owners_memories_and_never_anothers(
+    user: Any, other_user: Any, demo_model: Any
+) -> None:
+    from memory.models import Memory
+
+    seed_for_user(user)
+    Memory.objects.create(owner=user, text="Prefers answers in German")
+    Memory.objects.create(owner=other_user, text="Works nights in Lisbon")
+    turn = ask(user, demo_model, "Plan my week from my calendar and tasks")
+
+    assert turn.status == "completed", turn.error
+    instructions = Message.objects.get(turn=turn, lane="0-0", role="system").content
+    assert '<memory id="' in instructions and "Prefers answers in German" in instructions
+    assert "Lisbon" not in instructions

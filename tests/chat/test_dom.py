@@ -34,7 +34,8 @@ class Ids(HTMLParser):
             self.ids.append(str(values["id"]))
         swap = values.get("hx-swap-oob") or ""
         if "#" in swap:
-            self.targets.append(swap.split("#", 1)[1])
+            # `#x>:last-child` appends inside x's last child: x is what must exist.
+            self.targets.append(swap.split("#", 1)[1].split(">", 1)[0])
         elif swap == "true" and values.get("id"):
             self.targets.append(str(values["id"]))  # replaced whole
 

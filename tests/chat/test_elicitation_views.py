@@ -1,10 +1,12 @@
-"""Answering an MCP server's question (chat/elicitation_views.py): only the owner of a running
-turn's chat, once, with an action, and for a form with values the server's schema accepts."""
+"""Answering an MCP server's question (chat/question_views.py, the elicitation kind): only the
+owner of a running turn's chat, once, with an action, and for a form with values the server's
+schema accepts."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import time
 from typing import Any
 
 import pytest
@@ -14,7 +16,7 @@ from django.test import Client
 
 from chat import presenters
 from chat.models import Chat, Turn
-from toolsets.mcp import elicitation
+from toolsets.mcp import elicitation, elicitation_form
 from toolsets.mcp.elicitation import ElicitationRequest
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -41,7 +43,7 @@ def logged_in(user: Any, *, csrf: bool = False) -> Client:
 
 
 def waiting(
-    user: Any, demo_model: Any, *, status: str = Turn.Status.RUNNING, mode: str = "form"
+    user: Any, demo_model: Any, *, status: str = Turn.Status.RUNNING, mode: str = "form", schema: Any = SCHEMA
 ) -> tuple[Chat, ElicitationRequest]:
     chat = Chat.objects.create(owner=user, model=demo_model)
     turn = Turn.objects.create(chat=chat, model=demo_model, status=status)
@@ -52,8 +54,8 @@ def waiting(
             "form",
             "Your details?",
             60,
-            fields=elicitation.form_fields(SCHEMA),
-            schema=elicitation._checked_schema(SCHEMA),
+            fields=elicitation_form.form_fields(schema),
+            schema=elicitation_form.checked_schema(schema),
         )
     else:
         request = ElicitationRequest(
@@ -125,6 +127,31 @@ def test_a_wrong_form_is_a_400_with_the_fields_errors_and_stays_open(
     assert elicitation.pending(redis.from_url(settings.REDIS_URL), request.id) is not None
 
 
+@pytest.mark.parametrize(
+    ("pattern", "error"),
+    [
+        # Python's `re` backtracks through 2^n ways for these: seconds at 28 characters, hours
+        # soon after, with the GIL held (every page of the process stalled).
+        ("^(a+)+$", "This value has the wrong format."),
+        ("^(a|a)*$", "could not be checked against the server's pattern"),
+    ],
+)
+def test_a_hostile_pattern_is_checked_promptly(user: Any, demo_model: Any, pattern: str, error: str) -> None:
+    default = "a" * 29 + "!"
+    schema = {"type": "object", "properties": {"name": {"type": "string", "pattern": pattern, "default": default}}}
+    _, request = waiting(user, demo_model, schema=schema)
+    client = logged_in(user)
+    started = time.monotonic()
+    response = client.post(url_of(request), {"action": "accept", "field-0": default})
+    assert time.monotonic() - started < 2.0
+    assert response.status_code == 400
+    assert error in response.json()["errors"]["field-0"]
+    assert answer_of(request) is None  # still open: the person can correct it or decline
+    # A value the pattern takes goes through.
+    assert client.post(url_of(request), {"action": "accept", "field-0": "aaaa"}).status_code == 200
+    assert answer_of(request) == {"action": "accept", "content": {"name": "aaaa"}}
+
+
 @pytest.mark.parametrize("action", ["decline", "cancel"])
 def test_decline_and_cancel_send_no_content(user: Any, demo_model: Any, action: str) -> None:
     _, request = waiting(user, demo_model)
@@ -191,7 +218,7 @@ def test_a_hostile_schemas_text_is_escaped_on_the_card(user: Any, demo_model: An
         "form",
         "<script>alert(4)</script>\nsecond line",
         60,
-        fields=elicitation.form_fields(schema),
+        fields=elicitation_form.form_fields(schema),
     )
     request.deadline = 2_000_000_000
     card = presenters.card(
@@ -205,7 +232,7 @@ def test_a_hostile_schemas_text_is_escaped_on_the_card(user: Any, demo_model: An
 
 
 def test_a_page_to_open_shows_its_domain_and_opens_in_a_new_tab_without_referrer(user: Any, demo_model: Any) -> None:
-    url, domain = elicitation.link("https://pay.example:8443/checkout?id=1&x=<y>")
+    url, domain = elicitation_form.link("https://pay.example:8443/checkout?id=1&x=<y>")
     request = ElicitationRequest("Shop", "t", "url", "Pay here", 60, url=url, domain=domain)
     request.deadline = 2_000_000_000
     card = presenters.card(

@@ -15,6 +15,7 @@ from django.conf import settings
 from django.test import Client
 
 from chat.models import Chat, Message, Turn
+from chat.open_block import TailPatch
 from chat.rendering import render_text
 from chat.selection import default_selection
 from toolsets.models import ToolExecution
@@ -22,24 +23,26 @@ from toolsets.models import ToolExecution
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 SEQ = re.compile(r"^<!--seq (\d+) (\d+)-->")
-APPEND = re.compile(r'<div hx-swap-oob="beforeend:#(blocks|tail)-(\d+-\d+)">(.*?)</div>', re.S)
+APPEND = re.compile(r'<div hx-swap-oob="beforeend:#(blocks|tail)-(\d+-\d+)((?:>:last-child)*)">(.*?)</div>', re.S)
 REPLACE_TAIL = re.compile(r'<div id="tail-(\d+-\d+)" class="md-tail" hx-swap-oob="true">(.*?)</div>', re.S)
 
 
 def apply(frames: list[str]) -> tuple[dict[str, str], dict[str, str]]:
-    """Replays the text fragments the way htmx applies them: blocks append, the tail appends or
-    is replaced."""
+    """Replays the text fragments the way htmx applies them: blocks append, the tail appends
+    (inside its last element) or is replaced."""
     blocks: dict[str, str] = {}
     tails: dict[str, str] = {}
     for frame in frames:
         body = SEQ.sub("", frame)
         for match in re.finditer(f"{APPEND.pattern}|{REPLACE_TAIL.pattern}", body, re.S):
             if match.group(1) == "blocks":
-                blocks[match.group(2)] = blocks.get(match.group(2), "") + match.group(3)
+                blocks[match.group(2)] = blocks.get(match.group(2), "") + match.group(4)
             elif match.group(1) == "tail":
-                tails[match.group(2)] = tails.get(match.group(2), "") + match.group(3)
+                # Text appended inside the growing block's last element (chat/open_block.py).
+                depth = match.group(3).count(":last-child")
+                tails[match.group(2)] = TailPatch(False, match.group(4), depth).apply(tails.get(match.group(2), ""))
             else:
-                tails[match.group(4)] = match.group(5)
+                tails[match.group(5)] = match.group(6)
     return blocks, tails
 
 

@@ -1,4 +1,4 @@
-"""A turn's status transitions (chat/models.py, `Turn`): each happens once, from the one status
+"""A turn's status transitions (chat/models/conversation.py, `Turn`): each happens once, from the one status
 it may start from, even when two processes race for it."""
 
 from __future__ import annotations
@@ -210,3 +210,46 @@ def test_the_default_model_is_chosen_among_those_open_to_the_user(user: Any, dem
     newest.delete()
     best.delete()
     assert LLMModel.default(user.pk) == demo_model
+
+
+# --- who is told (chat/signals.py) ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("automated", [True, False])
+def test_only_a_runs_turns_tell_their_start_and_end(chat: Chat, automated: bool) -> None:
+    """Every way a turn starts or ends: claimed, closed by its worker (chat known), closed by
+    the reaper (chat not loaded), stopped while queued. An automation's run follows its chat;
+    any other chat's turns send nothing, so a turn pays no query for the run it is not."""
+    from chat import signals
+
+    Chat.objects.filter(pk=chat.pk).update(automated=automated)
+    told: list[tuple[str, int, str]] = []
+
+    def started(sender: Any, turn_id: int, **_: Any) -> None:
+        told.append(("started", turn_id, ""))
+
+    def closed(sender: Any, turn_id: int, status: str, **_: Any) -> None:
+        told.append(("closed", turn_id, status))
+
+    signals.turn_started.connect(started)
+    signals.turn_closed.connect(closed)
+    try:
+        by_worker, by_reaper, stopped = make_turn(chat), make_turn(chat), make_turn(chat)
+        claimed = Turn.claim(by_worker.pk)
+        assert claimed is not None and claimed.close(Turn.Status.COMPLETED)
+        Turn.claim(by_reaper.pk)
+        reaped = Turn.objects.get(pk=by_reaper.pk)  # its chat not loaded
+        assert reaped.close(Turn.Status.INTERRUPTED)
+        assert Turn.cancel_if_queued(stopped.pk)
+    finally:
+        signals.turn_started.disconnect(started)
+        signals.turn_closed.disconnect(closed)
+
+    expected = [
+        ("started", by_worker.pk, ""),
+        ("closed", by_worker.pk, "completed"),
+        ("started", by_reaper.pk, ""),
+        ("closed", by_reaper.pk, "interrupted"),
+        ("closed", stopped.pk, "cancelled"),
+    ]
+    assert told == (expected if automated else [])

@@ -20,10 +20,11 @@ from django.conf import settings
 from django.test import Client
 from django.utils import timezone
 
-from chat import live, reaper
+from chat import live
 from chat.models import Chat, LLMModel, Message, Turn
-from chat.turns import INTERRUPTED_ERROR
-from config.processes import worker_command
+from chat.worker import reaper
+from chat.worker.turns import INTERRUPTED_ERROR
+from core.processes import worker_command
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -4,7 +4,8 @@ import random
 
 import pytest
 
-from chat.rendering import TailPatch, render_block, render_text, sanitize, split_blocks, tail_patch
+from chat.open_block import OpenBlock, TailPatch
+from chat.rendering import render_block, render_text, sanitize, split_blocks
 
 
 @pytest.mark.parametrize(
@@ -233,28 +234,24 @@ def test_a_half_written_list_marker_holds_back_the_list_above_it() -> None:
     assert rendered.tail == "- a\n\n-"
 
 
-def test_tail_patch_appends_plain_text_that_only_grew() -> None:
-    before = render_text("Still writ", complete=False)
-    after = render_text("Still writing <b>", complete=False)
-
-    patch = tail_patch(before.tail, before.tail_html, after, complete=False)
-
-    assert patch == TailPatch(replace=False, html="ing &lt;b&gt;")
-
-
-def test_tail_patch_replaces_the_tail_when_blocks_commit_or_the_text_ends() -> None:
-    before = render_text("One.\n\n", complete=False)
-    after = render_text("One.\n\nTw", complete=False)
-
-    assert tail_patch(before.tail, before.tail_html, after, complete=False) == TailPatch(replace=True, html="Tw")
-    done = render_text("One.\n\nTwo.", complete=True, already=1)
-    assert tail_patch(after.tail, after.tail_html, done, complete=True) == TailPatch(replace=True, html="")
+def test_the_open_block_grows_by_appending_and_is_replaced_when_blocks_commit_or_the_text_ends() -> None:
+    # The patches themselves: tests/chat/test_open_block.py.
+    block = OpenBlock()
+    first = block.update(render_text("Still writ", complete=False), complete=False)
+    assert first == TailPatch(True, "<p>Still writ</p>")
+    grown = block.update(render_text("Still writing <b>", complete=False), complete=False)
+    assert grown == TailPatch(True, "<p>Still writing <b></b></p>")  # the tag changed the HTML
+    committed = block.update(render_text("One.\n\nTw", complete=False, already=0), complete=False)
+    assert committed is not None and committed.replace
+    done = block.update(render_text("One.\n\nTwo.", complete=True, already=1), complete=True)
+    assert done == TailPatch(True, "")
 
 
-def test_tail_patch_sends_nothing_when_the_tail_shows_the_same() -> None:
+def test_the_open_block_sends_nothing_when_the_tail_shows_the_same() -> None:
+    block = OpenBlock()
     rendered = render_text("Text", complete=False)
-
-    assert tail_patch(rendered.tail, rendered.tail_html, rendered, complete=False) is None
+    block.update(rendered, complete=False)
+    assert block.update(rendered, complete=False) is None
 
 
 # --- model output cannot pose as the page's controls ----------------------------------------------

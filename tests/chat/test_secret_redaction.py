@@ -18,7 +18,7 @@ from django.test import Client
 
 from chat import live
 from chat.models import Chat, LLMModel, Message, Turn
-from chat.turns import run_turn
+from chat.worker.turns import run_turn
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -3,6 +3,7 @@ as one's own chat; model text stays inert on the shared page."""
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -307,7 +308,7 @@ def test_a_continued_copy_keeps_delegation_cards_and_components(user: Any, other
     subagent's nested cards and the same components, under the copy's own ids."""
     import asyncio
 
-    from chat.turns import run_turn
+    from chat.worker.turns import run_turn
     from toolsets.workspace.sample_data import seed_for_user
 
     seed_for_user(user)
@@ -348,3 +349,59 @@ def test_a_continued_copy_keeps_delegation_cards_and_components(user: Any, other
     )
     assert set(ToolExecution.objects.filter(turn=copied).values_list("user_id", flat=True)) == {other_user.pk}
     assert ToolExecution.objects.filter(turn=copied, lane="0-0").count() == 2
+
+
+def test_a_continued_copy_carries_only_what_the_share_page_shows_of_tool_results(
+    user: Any, other_user: Any, chat: Chat
+) -> None:
+    """A long result is cut on the card, a block meant for the model only is not on it, and a
+    read_tool_result's answer shows one line: the copy (its records and the model's transcript)
+    holds no more than that."""
+    first = Turn.objects.filter(chat=chat).order_by("id").first()
+    assert first is not None
+    long_text = "visible start " + "x" * 30_000 + " HIDDEN-TAIL"
+    calls = [
+        {"id": f"c{n}", "type": "function", "function": {"name": name, "arguments": "{}"}}
+        for n, name in enumerate(["toolset__web__fetch", "toolset__mcp_demo__lookup", "read_tool_result"])
+    ]
+    Message.objects.filter(turn=first, role="assistant").update(tool_calls=calls)
+    content = {
+        "content": [
+            {"type": "text", "text": "for the person"},
+            {"type": "text", "text": "MODEL-ONLY note", "audience": "assistant"},
+        ]
+    }
+    for position, result in enumerate([{"text": long_text}, content]):
+        ToolExecution.objects.create(
+            user=user,
+            turn=first,
+            step=0,
+            position=position,
+            tool_call_id=f"c{position}",
+            toolset="web",
+            tool="fetch",
+            status="success",
+            result=result,
+            raw_arguments='{"secret_hint": "RAW-ONLY"}',
+        )
+    model_saw = {"c0": long_text, "c1": "for the person\nMODEL-ONLY note", "c2": "Part 2 of 3\nMORE HIDDEN-TAIL"}
+    for call_id, text in model_saw.items():
+        Message.objects.create(chat=chat, turn=first, role="tool", step=0, tool_call_id=call_id, content=text)
+    link = share(signed_in(user), chat)
+    other = signed_in(other_user)
+    page = other.get(shared_url(link)).content.decode()
+    assert "visible start" in page and "for the person" in page
+    assert "HIDDEN-TAIL" not in page and "MODEL-ONLY" not in page and "RAW-ONLY" not in page
+
+    other.post(reverse("chat:share_continue", args=[link.token]))
+
+    copy = Chat.objects.get(owner=other_user)
+    records = ToolExecution.objects.filter(turn__chat=copy).order_by("position")
+    transcript = list(Message.objects.filter(chat=copy, role="tool").order_by("id").values_list("content", flat=True))
+    stored = json.dumps([list(records.values("result", "raw_arguments")), transcript])
+    assert "HIDDEN-TAIL" not in stored and "MODEL-ONLY" not in stored and "RAW-ONLY" not in stored
+    assert "visible start" in transcript[0] and transcript[1] == "for the person" and transcript[2] == "Part 2 of 3"
+    assert records[1].result == {"content": [{"type": "text", "text": "for the person"}]}
+    # The copy's page shows the same cards as the share.
+    mine = other.get(reverse("chat:detail", args=[copy.pk])).content.decode()
+    assert "visible start" in mine and "for the person" in mine and "Long result: only the beginning" in mine

@@ -1,4 +1,4 @@
-"""Spend over time in admin (chat/spend_chart.py): sums per day or month (UTC), split per user,
+"""Spend over time in admin (chat/spend/chart.py): sums per day or month (UTC), split per user,
 group or model, filtered, drawn as SVG with a table of the same numbers; bad filters are 400s."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
 from django.test import Client
 
-from chat import spend_chart
 from chat.models import Spend
+from chat.spend import chart as spend_chart
 
 pytestmark = pytest.mark.django_db
 

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from typing import Any
 
 import pytest
 from channels.layers import InMemoryChannelLayer
 
+from agent.loop import Outcome
+from agent.types import AssistantMessage, ToolCall, ToolResult
 from chat import live
-from chat.agent.loop import Outcome
-from chat.agent.types import AssistantMessage, ToolCall, ToolResult
 from chat.events import group_name
 from chat.models import Chat, Turn
-from chat.streaming import TurnSink
+from chat.worker.streaming import TurnSink
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -49,8 +50,11 @@ async def test_text_is_batched_into_one_fragment_with_only_new_characters(user: 
     messages = await drain(layer, channel)
     # The step's first words leave at once (leading edge), the rest in one batch.
     assert [m["seq"] for m in messages] == [1, 2, 3]
-    assert messages[1]["html"] == f'<div hx-swap-oob="beforeend:#tail-{sink.turn_id}-0">Hello </div>'
-    assert messages[2]["html"] == f'<div hx-swap-oob="beforeend:#tail-{sink.turn_id}-0">there, how are you?</div>'
+    # The growing block shows rendered (chat/open_block.py): set whole first, then words appended
+    # inside its paragraph.
+    tail = f"tail-{sink.turn_id}-0"
+    assert messages[1]["html"] == f'<div id="{tail}" class="md-tail" hx-swap-oob="true"><p>Hello </p></div>'
+    assert messages[2]["html"] == f'<div hx-swap-oob="beforeend:#{tail}>:last-child">there, how are you?</div>'
     await sink.text(0, " Fine.")
     await asyncio.sleep(0.1)
     (fourth,) = await drain(layer, channel)
@@ -153,9 +157,9 @@ async def test_a_windowed_batch_leaves_from_the_timer_without_a_task(user: Any, 
     await asyncio.sleep(0.1)
     messages = [await asyncio.wait_for(layer.receive(channel), 2) for _ in range(5)]
     assert [m["seq"] for m in messages] == [1, 2, 3, 4, 5]
-    assert "".join(m["html"].split(">", 1)[1].removesuffix("</div>") for m in messages[1:]) == (
-        "One two three four five six"
-    )
+    # The text of each fragment (the first sets the rendered block, the rest append inside it).
+    texts = [re.sub(r'<[^>"]*(?:"[^"]*"[^>"]*)*>', "", m["html"]) for m in messages[1:]]
+    assert "".join(texts) == "One two three four five six"
     assert timer_tasks == []
     state = json.loads(await redis.get(live.key(sink.turn_id, "live")))
     assert state["seq"] == 5 and state["steps"][0]["text"] == "One two three four five six"
@@ -218,4 +222,17 @@ async def test_a_redis_refusing_the_script_on_the_timer_path_turns_it_off(user: 
         assert events.sender_nowait(layer) is None  # the awaited path from now on, as two commands
     finally:
         events._script.usable = True
+    await redis.aclose()
+
+
+async def test_arguments_being_written_redraw_only_cards_that_show_an_app(user: Any) -> None:
+    # An app's card is redrawn with the input so far (tests/e2e/test_mcp_apps.py); any other
+    # card waits for the whole call, so streaming arguments cost it nothing.
+    sink, layer, channel, redis = await make_sink(user)
+    await sink.step_started(0)
+    await sink.tool_call_opened(0, 0, "c1", "toolset__clock_math__calculate")
+    await drain(layer, channel)
+    await sink.tool_arguments(0, 0, '{"expression": "1+')
+    await sink.tool_arguments(0, 9, "{")  # a card that is not there: nothing either
+    assert await drain(layer, channel) == []
     await redis.aclose()

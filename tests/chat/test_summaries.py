@@ -158,6 +158,24 @@ def test_connect_action_for_unconfigured_toolset_only() -> None:
     assert other["connect_url"] == ""
 
 
+@pytest.mark.parametrize(
+    "error",
+    [
+        "The user denied this call; it did not run.",
+        "The user denied this call; it did not run. Their reason: API key not configured",
+        "Nobody approved this call within 10 minutes, so it was treated as denied and did not run.",
+        "Exa: Search is not allowed (its policy is Deny).",
+        "Exa: Search is not among the tools selected for this chat, so it was not run.",
+    ],
+)
+def test_a_denied_call_says_denied_with_no_connect_action(error: str) -> None:
+    card = presenters.card(
+        1, 0, 0, name="toolset__exa__search", status="error", error=error, error_type="permission_denied"
+    )
+    assert card["connect_url"] == "" and card["connect_label"] == ""
+    assert card["error"] == error
+
+
 def test_long_results_are_capped_with_a_link_to_all(db: Any) -> None:
     card = presenters.card(
         1, 0, 0, name="toolset__web__fetch_page", status="success", result={"text": "y" * 30_000}, execution_id=77

@@ -1,4 +1,4 @@
-"""The chat's toolbox (chat/tools.py): it offers only the selected tools of toolsets usable right
+"""The chat's toolbox (chat/worker/tools.py): it offers only the selected tools of toolsets usable right
 now, says which selected toolsets it skipped and why, runs a call at the place the loop gives it,
 and sends progress to the callback it was built with."""
 
@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from asgiref.sync import sync_to_async
 
-from chat.agent.types import ToolCall
+from agent.types import ToolCall
 from chat.models import Chat, Turn
-from chat.tools import TOOL_CALL_ID_LENGTH, ChatToolBox
+from chat.worker.tools import TOOL_CALL_ID_LENGTH, ChatToolBox
 from toolsets import availability, registry
 from toolsets.availability import DISABLED_BY_ADMIN, DISABLED_BY_USER, NO_API_KEY
 from toolsets.base import ToolContext, Toolset, tool
@@ -69,7 +69,7 @@ def make_toolsets() -> dict[str, Toolset]:
 def toolsets(monkeypatch: pytest.MonkeyPatch) -> dict[str, Toolset]:
     found = make_toolsets()
     # The toolbox, availability and the executor's resolve() all see only these toolsets.
-    monkeypatch.setattr("chat.tools.all_toolsets", lambda: found)
+    monkeypatch.setattr("chat.worker.tools.all_toolsets", lambda: found)
     monkeypatch.setattr(availability, "all_toolsets", lambda: found)
     monkeypatch.setattr(registry, "all_toolsets", lambda: found)
     return found

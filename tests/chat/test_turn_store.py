@@ -1,4 +1,4 @@
-"""Every database write of a running turn (chat/turn_store.py): checkpoints of streamed text
+"""Every database write of a running turn (chat/worker/turn_store.py): checkpoints of streamed text
 that the final message replaces, closing a turn whose worker died without losing what it had
 streamed, and the end of a turn."""
 
@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from chat import turn_store
-from chat.agent.types import AssistantMessage, ToolCall, ToolResult, Usage
+from agent.types import AssistantMessage, ToolCall, ToolResult, Usage
 from chat.live import LiveTurn
 from chat.models import Chat, Message, TokenUsage, Turn
+from chat.worker import turn_store
 from toolsets.models import ToolExecution
 
 pytestmark = pytest.mark.django_db
@@ -126,7 +126,7 @@ def test_a_cancelled_result_cancels_the_execution_at_its_place(turn: Turn) -> No
 
 def test_a_result_recorded_again_replaces_the_first(turn: Turn) -> None:
     """The agent loop records a call's result again, as an error, when the first recording
-    failed part way (chat/agent/loop.py): one tool message per call, the last one."""
+    failed part way (agent/loop.py): one tool message per call, the last one."""
     turn_store.save_tool_result(turn.chat_id, turn.pk, 0, 0, "c1", ToolResult("c1", '{"ok": true}'))
     failed = ToolResult("c1", "Error: the tool ran, but its result could not be recorded", is_error=True)
 
@@ -166,6 +166,21 @@ def test_a_turns_transcript_costs_the_same_queries_however_long_the_chat(
     assert len(messages) == 3 * exchanges and notice == ""
     assert messages[1] == {"role": "assistant", "content": None, "tool_calls": [call.to_openai()]}
     assert messages[2] == {"role": "tool", "content": "12:00", "tool_call_id": "c1"}
+
+
+def test_a_first_turns_transcript_needs_no_read_of_the_branch(turn: Turn, django_assert_num_queries: Any) -> None:
+    """A turn without a parent is its branch: the same transcript, without reading the chat's turns."""
+    assert turn.parent_id is None
+    Message.objects.create(chat_id=turn.chat_id, turn=turn, role=Message.Role.USER, content="Hello")
+    Message.objects.create(chat_id=turn.chat_id, role=Message.Role.USER, content="Kept from before branches")
+    Turn.objects.create(chat_id=turn.chat_id, parent=turn)  # a later turn is not in a first turn's branch
+    Message.objects.create(chat_id=turn.chat_id, turn=Turn.objects.last(), role=Message.Role.USER, content="Later")
+
+    with django_assert_num_queries(2):  # its messages, their files
+        first = turn_store.turn_transcript(turn.chat_id, turn.pk, vision=False, first=True)
+
+    assert first == turn_store.turn_transcript(turn.chat_id, turn.pk, vision=False)
+    assert [m["content"] for m in first[0]] == ["Hello", "Kept from before branches"]
 
 
 # --- the end --------------------------------------------------------------------------------------

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from chat import worker_loop
 from chat.models import Chat, Message, Turn
 from chat.rendering import fingerprint, render_complete
-from chat.turns import run_turn_sync
+from chat.worker import loop as worker_loop
+from chat.worker.turns import run_turn_sync
 
 
 @pytest.fixture
@@ -104,9 +104,9 @@ def test_litellm_gets_few_threads_for_its_end_of_stream_work(fresh_loop: None, s
 
 
 async def test_stop_is_polled_every_round_and_a_heartbeat_renewed_about_once_a_second() -> None:
+    from agent.loop import CancelToken
     from chat import live
-    from chat.agent.loop import CancelToken
-    from chat.worker_loop import HEARTBEAT_S, TurnWatch
+    from chat.worker.loop import HEARTBEAT_S, TurnWatch
 
     redis = live.async_client()
     watch = TurnWatch(redis, interval_s=60)

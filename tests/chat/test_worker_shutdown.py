@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from chat.demo import answers
 from chat.live import LiveTurn
 from chat.models import Chat, LLMModel, Message, Turn
-from chat.turn_store import INTERRUPTED_ERROR
-from tests.processes import Processes, wait_until
+from chat.worker.turn_store import INTERRUPTED_ERROR
+from demo import answers
+from tests.processes import BOOT_S, Processes, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -70,7 +70,7 @@ def test_sigterm_finishes_short_turns_interrupts_long_ones_and_runs_nothing_twic
     short = _turn(user, _model("Quick", 250))  # ~1.5 s of streaming: well inside the grace period
     long = _turn(user, _model("Slow", 12))  # ~30 s: far beyond it
     worker = own.worker()
-    wait_until(own.worker_alive, 60, "the worker did not start")
+    wait_until(own.worker_alive, BOOT_S, "the worker did not start")
     broker = own.broker()
     for turn in (short, long):
         broker.send_task("chat.run_turn", args=[turn.pk])

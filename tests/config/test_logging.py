@@ -29,7 +29,7 @@ def test_worker_logs_an_error_once(stack: Any) -> None:
 def test_litellm_records_are_written_once_and_redacted() -> None:
     import logging
 
-    import chat.agent.llm  # noqa: F401 - importing the seam imports LiteLLM
+    import agent.llm  # noqa: F401 - importing the seam imports LiteLLM
 
     for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy"):
         logger = logging.getLogger(name)

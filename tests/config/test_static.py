@@ -114,3 +114,34 @@ def test_the_stack_serves_what_was_built(page: Any) -> None:
     manifest = json.loads((Path(settings.STATIC_ROOT) / "staticfiles.json").read_text())["paths"]
     for url in links(page.content.decode()):
         assert url.removeprefix("/static/") in manifest.values()
+
+
+NO_BUILD_SCRIPT = """
+import django
+django.setup()
+from django.urls import reverse
+# What a test's collection or a management command does before any build: resolve URLs.
+print(reverse("login"))
+"""
+
+
+def test_the_urls_load_before_anything_is_built(tmp_path: Path) -> None:
+    # A fresh clone has no manifest yet; importing the URLs must not read it (a process that read
+    # it early would keep it, stale, after the build).
+    env = {
+        **os.environ,
+        "DEBUG": "false",
+        "STATIC_ROOT": str(tmp_path / "static"),
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", NO_BUILD_SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "/login/"
+
+
+def test_the_favicon_is_the_hashed_logo(client: Client) -> None:
+    response = client.get("/favicon.ico")
+    assert response.status_code == 301
+    assert re.fullmatch(r"/static/img/logo\.[0-9a-f]{12}\.svg", response["Location"]), response["Location"]

@@ -15,12 +15,13 @@ callback's `finish`, the worker's provider). What this file plays is the people 
   callback's query to `finish`, as the browser would; and who, when a call asks for more
   access, connects again;
 - the user again, when a server asks a question during a call (elicitation): the question is
-  opened and waited on by `chat.elicitations.Elicitor`, the worker's own code, in this run's
-  Redis; the "card" is the real partial (`chat/_elicitation.html`) rendered from what the
+  opened and waited on by `chat.worker.asking.Asking`, the worker's own code, in this run's
+  Redis; the "card" is the real partial (`chat/_question.html`) rendered from what the
   worker pushes, read the way a browser builds the form's submission (its fields as drawn, with
   the server's defaults filled in), and Accept is a POST to the card's answer URL, which runs the
-  answer view (`chat.elicitation_views`) against a running turn of the user's own chat;
-- the model, which calls every tool the server lists with arguments made from its schema.
+  answer view (`chat.question_views`) against a running turn of the user's own chat;
+- the model, which calls every tool the server lists with arguments made from its schema (or the
+  ones the scenario's context names for it), and reads a tool's error as its result.
 
 Each run has a database of its own, copied from the migrated template the runner made
 (TESSERA_CONFORMANCE_TEMPLATE), so scenarios never share state.
@@ -151,9 +152,9 @@ class FormReader(HTMLParser):
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         a = {k: v or "" for k, v in attrs}
-        if "data-elicitation-url" in a and not self.url:
-            self.url = a["data-elicitation-url"]
-        if tag == "form" and "data-elicitation-form" in a:
+        if "data-question-url" in a and not self.url:
+            self.url = a["data-question-url"]
+        if tag == "form" and "data-question-form" in a:
             self._in_form = True
         if not self._in_form or not a.get("name"):
             if tag == "option" and self._select is not None:
@@ -179,7 +180,7 @@ class FormReader(HTMLParser):
 
 
 class UserAtTheCard:
-    """The turn's sink as far as a question goes (what `chat.elicitations.Elicitor` uses): the
+    """The turn's sink as far as a question goes (what `chat.worker.asking.Asking` uses): the
     chat and running turn the question belongs to, Redis, and the card being drawn, which is
     where the person reads it and presses Accept with the form as shown."""
 
@@ -190,18 +191,17 @@ class UserAtTheCard:
         chat = Chat.objects.create(owner=user, title="Conformance")
         self.turn = Turn.objects.create(chat=chat, status=Turn.Status.RUNNING)
         self.chat_id, self.turn_id = chat.pk, self.turn.pk
+        self.automated = False  # an ordinary chat, not an automation's run
         self.answers: list[asyncio.Task[None]] = []
 
-    async def elicitation_needed(self, step: int, position: int, request: Any, lane: str = "") -> None:
+    async def question_needed(self, step: int, position: int, question: dict[str, Any], lane: str = "") -> None:
         from django.template.loader import render_to_string
 
-        from chat import presenters
-
-        card = render_to_string("chat/_elicitation.html", {"card": {"elicitation": presenters.elicitation(request)}})
-        print(f"card shown: {request.mode} question from {request.server}: {request.message[:80]}")
+        card = render_to_string("chat/_question.html", {"card": {"question": question}})
+        print(f"card shown: {question['mode']} question from {question['server']}: {question['message'][:80]}")
         self.answers.append(asyncio.create_task(self._accept(card)))
 
-    async def elicitation_answered(self, step: int, position: int, lane: str = "") -> None:
+    async def question_answered(self, step: int, position: int, lane: str = "") -> None:
         print("card answered")
 
     async def _accept(self, card: str) -> None:
@@ -238,38 +238,47 @@ def _post_data(fields: list[tuple[str, str]]) -> dict[str, list[str]]:
 async def run(url: str, scenario: str, context: dict[str, Any]) -> None:
     from asgiref.sync import sync_to_async
 
-    from chat.elicitations import Elicitor
+    from chat.worker.asking import Asking
     from core.redis_client import async_client
     from toolsets.base import ToolFailure
     from toolsets.mcp import elicitation
     from toolsets.mcp.catalog import ServerSpec
     from toolsets.mcp.client import access_for, elicitation_timeout_s
-    from toolsets.mcp.connection import Connection, list_all_tools
+    from toolsets.mcp.connection import Connection
 
     server, user = await sync_to_async(_server_row)(url, scenario, context)
     spec = ServerSpec.of(server)
     card = await sync_to_async(UserAtTheCard)(user, async_client(4))
-    ask = Elicitor(card)  # type: ignore[arg-type] # the part of a TurnSink a question uses
+    ask = Asking(card).elicit  # type: ignore[arg-type] # the part of a TurnSink a question uses
     connects = 0
     if spec.credential == "oauth":
         await connect_user(spec, user.pk)
         connects += 1
+    chosen = chosen_arguments(context)
     while True:
         connection = Connection(spec, access_for(spec, user.pk, ""))
         try:
-            client = await connection.ready(30)
-            tools = await list_all_tools(client)
+            tools = await connection.list_tools(spec.timeout_s)
             for position, tool in enumerate(tools):
-                arguments = example(tool.get("inputSchema") or {})
+                arguments = chosen.get(tool["name"]) or example(tool.get("inputSchema") or {})
                 # As `toolsets.mcp.client.call_tool` makes a chat's call: the server's questions
                 # during it go to the card of this call.
                 questions = elicitation.Handler(
                     spec.name, tool["name"], functools.partial(ask, 0, position), None, elicitation_timeout_s()
                 )
                 with elicitation.calling(connection, questions):
-                    result = await connection.call(
-                        tool["name"], arguments, None, spec.timeout_s, waits=questions.wait_budget
-                    )
+                    try:
+                        result = await connection.call(
+                            tool["name"], arguments, None, spec.timeout_s, waits=questions.wait_budget
+                        )
+                    except ToolFailure as exc:
+                        if not answered_by_server(exc):
+                            raise
+                        # The server answered the call with an error (a tool it lists but does
+                        # not run, say): the executor gives that to the model as the tool's
+                        # result, and the turn goes on.
+                        print(f"{tool['name']}: the model is told: {exc}")
+                        continue
                 print(f"{tool['name']}: {json.dumps(result)[:300]}")
             await asyncio.gather(*card.answers)  # an answer the card refused fails the run
             return
@@ -283,6 +292,24 @@ async def run(url: str, scenario: str, context: dict[str, Any]) -> None:
             connects += 1
         finally:
             await connection.close()
+
+
+def chosen_arguments(context: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The arguments a scenario wants its tools called with (`toolCalls` in its context: values
+    a model would not make up from the schema, such as text that needs encoding in a header), by
+    tool name."""
+    chosen: dict[str, dict[str, Any]] = {}
+    for call in context.get("toolCalls") or []:
+        if isinstance(call, dict) and isinstance(call.get("name"), str) and isinstance(call.get("arguments"), dict):
+            chosen[call["name"]] = call["arguments"]
+    return chosen
+
+
+def answered_by_server(exc: Any) -> bool:
+    """Whether a call's failure is the server's answer (an error result or a JSON-RPC error):
+    what the model reads. A connection that failed, a timeout or a refused credential is the
+    client's to overcome, and fails the run."""
+    return exc.error_type == "execution_error" and not exc.retryable
 
 
 def main() -> None:

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from chat.models import AppSettings
-from toolsets.models import ApiToken
+from hub.models import ApiToken
 
 from . import proxy
 from .run import expected_failures, read_checks, report, scenarios, suite

@@ -17,7 +17,7 @@ from django.test import Client
 from chat.models import Chat, Message, Turn
 from chat.selection import default_selection
 from core import logs
-from tests.processes import Processes, free_port, wait_until
+from tests.processes import BOOT_S, Processes, free_port, wait_until
 
 SECRET_QUESTION = "What is 12*7? my-private-words"
 
@@ -45,7 +45,7 @@ def test_json_logs_carry_the_turn_through_the_worker(own: Processes, user: Any, 
     turn = Turn.objects.create(chat=chat, model=demo_model)
     Message.objects.create(chat=chat, turn=turn, role=Message.Role.USER, content=SECRET_QUESTION)
     own.worker()
-    wait_until(own.worker_alive, 60, "the worker did not start")
+    wait_until(own.worker_alive, BOOT_S, "the worker did not start")
     own.broker().send_task("chat.run_turn", args=[turn.pk])
     wait_until(lambda: not Turn.objects.get(pk=turn.pk).is_active, 60, "the turn did not finish")
     turn.refresh_from_db()
@@ -115,7 +115,7 @@ def _record(message: str, exc: bool = False) -> logging.LogRecord:
             raise ValueError("boom with sk-proj-abcdefghijklmnopqrstuvwxyz")
         except ValueError:
             exc_info = sys.exc_info()
-    return logging.LogRecord("chat.turns", logging.INFO, __file__, 1, message, None, exc_info)
+    return logging.LogRecord("chat.worker.turns", logging.INFO, __file__, 1, message, None, exc_info)
 
 
 def test_formatters_add_the_context_ids_and_the_traceback_is_redacted() -> None:
@@ -128,7 +128,7 @@ def test_formatters_add_the_context_ids_and_the_traceback_is_redacted() -> None:
         redacting.filter(record)
     data = json.loads(logs.JsonFormatter().format(record))
     assert data["turn_id"] == 7 and data["chat_id"] == 3 and data["user_id"] == 2
-    assert data["level"] == "INFO" and data["logger"] == "chat.turns" and data["message"] == "Turn started"
+    assert data["level"] == "INFO" and data["logger"] == "chat.worker.turns" and data["message"] == "Turn started"
     assert "ValueError" in data["exc_info"] and "sk-proj-abc" not in data["exc_info"]
     text = logs.TextFormatter().format(record)
     assert text.splitlines()[0].endswith("Turn started [turn=7 chat=3 user=2]")
@@ -136,4 +136,4 @@ def test_formatters_add_the_context_ids_and_the_traceback_is_redacted() -> None:
     plain = _record("Ready")
     context.filter(plain)
     assert "turn_id" not in json.loads(logs.JsonFormatter().format(plain))
-    assert logs.TextFormatter().format(plain).endswith("chat.turns: Ready")
+    assert logs.TextFormatter().format(plain).endswith("chat.worker.turns: Ready")

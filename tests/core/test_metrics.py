@@ -75,12 +75,14 @@ def test_a_real_turn_moves_the_counters(stack: Any, user: Any, demo_model: Any) 
     assert _value(after, "tessera_worker_loop_lag_seconds_count") > 0
     # Read from Redis at scrape time.
     assert ("tessera_celery_queue_depth", frozenset()) in after
-    # Nothing left counted as running once the turn is over.
+    # Nothing left counted as running once the turn is over. The stack is shared by the worker's
+    # earlier test modules, one of which may have left a slow turn of its own running: compare
+    # with the count before this turn started rather than with zero.
     deadline = time.monotonic() + 10
-    while _value(after, "tessera_turns_in_flight") and time.monotonic() < deadline:
+    while moved("tessera_turns_in_flight") > 0 and time.monotonic() < deadline:
         time.sleep(0.2)
         after = _scrape(stack.url)
-    assert _value(after, "tessera_turns_in_flight") == 0
+    assert moved("tessera_turns_in_flight") <= 0
 
 
 @pytest.mark.django_db(transaction=True)

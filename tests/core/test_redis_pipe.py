@@ -155,3 +155,29 @@ def test_many_commands_in_one_write_and_the_first_error_after_every_reply() -> N
 
     replies, after = run(go())
     assert replies == [b"OK", 2, b"PONG"] and after == b"4"
+
+
+def test_many_commands_go_out_in_one_write_of_the_transport() -> None:
+    """A write is a system call (and wakes Redis): a transaction's four commands are one."""
+
+    async def go() -> tuple[list[Any], int]:
+        pipe = redis_pipe.RedisPipe(settings.REDIS_URL)
+        await pipe.execute("PING")
+        assert pipe._protocol is not None and pipe._protocol.transport is not None
+        transport = pipe._protocol.transport
+        writes: list[bytes] = []
+        real = transport.write
+
+        def counted(data: Any) -> None:
+            writes.append(bytes(data))
+            real(data)
+
+        transport.write = counted  # type: ignore[method-assign]
+        replies = await pipe.execute_many(
+            ("MULTI",), ("SET", "tessera:test:one-write", "1"), ("INCR", "tessera:test:one-write"), ("EXEC",)
+        )
+        pipe.close()
+        return replies, len(writes)
+
+    replies, writes = run(go())
+    assert replies == [b"OK", b"QUEUED", b"QUEUED", [b"OK", 2]] and writes == 1

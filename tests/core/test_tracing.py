@@ -1,4 +1,4 @@
-"""Traces (core/tracing.py, chat/agent/spans.py, the executor's span) through the real processes:
+"""Traces (core/tracing.py, agent/spans.py, the executor's span) through the real processes:
 a web process and a worker exporting to an OTLP receiver the test runs, a scripted provider, an
 MCP server (the SDK's, over stdio) exporting its own spans to the same receiver, and a subagent.
 One trace per turn, from the send request to the MCP server, with every parent link intact."""
@@ -20,7 +20,7 @@ from django.urls import reverse
 
 from chat.models import AppSettings, Chat, LLMModel, Turn
 from tests.otlp import OTLPReceiver
-from tests.processes import Processes, free_port, wait_until
+from tests.processes import BOOT_S, Processes, free_port, wait_until
 from tests.providers.replay import ReplayServer, Reply
 from tests.providers.shapes import answer, call, calls, finish, role, text
 from tests.toolsets.mcp.conftest import register
@@ -56,7 +56,7 @@ def _processes(tmp_path: Path, **env: str) -> tuple[Processes, int]:
     own.env.update(env)
     own.worker(concurrency=4)
     own.web(port)
-    wait_until(own.worker_alive, 60, "the worker did not start")
+    wait_until(own.worker_alive, BOOT_S, "the worker did not start")
     return own, port
 
 

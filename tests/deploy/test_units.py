@@ -18,9 +18,9 @@ from typing import Any
 import httpx
 import pytest
 
-from chat.worker_loop import HARD_STOP_S
-from config.processes import worker_command
-from tests.processes import Processes, free_port, wait_until
+from chat.worker.loop import HARD_STOP_S
+from core.processes import worker_command
+from tests.processes import BOOT_S, Processes, free_port, wait_until
 
 pytestmark = [pytest.mark.integration]
 
@@ -96,7 +96,7 @@ def test_the_units_run_and_stop_as_written(tmp_path: Path, django_db_setup: Any,
         (web_line,) = web_unit["ExecStart"]
         (worker_line,) = worker_unit["ExecStart"]
         (files_line,) = files_unit["ExecStart"]
-        # The workers run as `manage.py serve` runs them (config/processes.py): one for turns,
+        # The workers run as `manage.py serve` runs them (core/processes.py): one for turns,
         # one for reading files.
         args = command(worker_line, env, "1")
         files_args = command(files_line, env, "1")
@@ -131,7 +131,7 @@ def test_the_units_run_and_stop_as_written(tmp_path: Path, django_db_setup: Any,
             found = {name.split("@")[0]: sorted(q["name"] for q in queues) for name, queues in replies.items()}
             return found if len(found) == 2 else None
 
-        assert wait_until(both_workers, 90, "both workers did not answer") == {
+        assert wait_until(both_workers, BOOT_S, "both workers did not answer") == {
             "tessera-1": ["celery"],
             "tessera-files-1": ["files"],
         }

@@ -15,8 +15,12 @@ PASSWORD = "a long test passphrase"
 SHOTS = Path(settings.VAR_DIR) / "screenshots"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
+    # One browser a module, not a session: Playwright's sync API keeps an event loop running in
+    # the main thread while it is open, which the async tests that a parallel worker runs next
+    # (tests/conftest.py's xdist set-up) cannot share. A session browser was tried: xdist hands
+    # a worker ordinary modules after browser ones, and 219 async tests failed.
     with sync_playwright() as p:
         browser = p.chromium.launch(
             executable_path=CHROMIUM,

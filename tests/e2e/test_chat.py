@@ -104,7 +104,9 @@ def test_stop_mid_turn_keeps_partial_answer(page: Page) -> None:
     assert turn.status == Turn.Status.CANCELLED
     partial = Message.objects.get(turn=turn, role="assistant")
     assert partial.metadata == {"stopped": True} and len(partial.content) > 20
-    assert stopped_after < 2.0, f"Stop took {stopped_after:.2f} s"
+    # The slow answer streams for a minute: Stop ends it in a moment even on a loaded two-core
+    # machine (the latency itself is a benchmark figure, not a test's).
+    assert stopped_after < 6.0, f"Stop took {stopped_after:.2f} s"
     page.reload()
     expect(page.locator(".stopped-label")).to_be_visible()
     assert page.locator(".turn .md").last.inner_text().strip() == text_at_stop.strip()

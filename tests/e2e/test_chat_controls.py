@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Page, Route, expect
 
 from chat.models import Chat
 from toolsets.exa.fake_server import FAKE_API_KEY, FakeExa
@@ -148,7 +148,7 @@ def test_badge_counts_enabled_tools(page: Page, exa_configured: FakeExa) -> None
     open_popover(page)
     # Workspace needs its sample data first, so it is not counted; switch the others off.
     expect(page.get_by_test_id("toolset-checkbox-workspace")).to_be_disabled()
-    for toolset_id in ("clock_math", "web", "files"):
+    for toolset_id in ("clock_math", "web", "files", "knowledge", "memory", "artifacts"):
         page.get_by_test_id(f"toolset-checkbox-{toolset_id}").uncheck()
     # The agents' box covers the agents that can be used (the Workspace assistant cannot yet).
     page.get_by_test_id("toolset-checkbox-agents").uncheck()
@@ -194,6 +194,28 @@ def test_agentic_chat_uses_exa(page: Page, exa_configured: FakeExa) -> None:
     first_title = result["results"][0]["title"]
     expect(answer).to_contain_text(first_title)
     assert exa_configured.requests[-1].path == "/search"
+
+
+def test_a_toolset_checked_just_before_sending_applies_to_that_message(page: Page, exa_configured: FakeExa) -> None:
+    open_chat(page)
+    held: list[Route] = []
+
+    def hold(route: Route) -> None:  # the selection's save is slow to arrive
+        held.append(route)
+
+    page.route("**/chats/*/tools/", hold)
+    open_popover(page)
+    page.get_by_test_id("toolset-checkbox-exa").check()
+    page.keyboard.press("Escape")
+    send(page, "What's the latest news about AI?")
+    page.wait_for_timeout(700)
+    assert len(held) == 1
+    assert page.locator(".turn").count() == 1, "the message went out before the selection was saved"
+    held[0].continue_()
+    card = page.get_by_test_id("tool-call-message").last
+    expect(card).to_contain_text("Exa: Search", timeout=15_000)
+    wait_turn_done(page)
+    expect(card).to_have_attribute("data-status", "success")
 
 
 def test_card_is_open_while_calling_and_closes_when_done_unless_opened(page: Page, exa_configured: FakeExa) -> None:

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
-from chat.agent.context import READ_TOOL
-from chat.agent.loop import COMPACTED_NOTICE
-from chat.compaction import INSTRUCTIONS
+from agent.context import READ_TOOL
+from agent.loop import COMPACTED_NOTICE
 from chat.models import Chat, ContextSummary, LLMModel, Message, Turn
+from chat.worker.compaction import INSTRUCTIONS
 from tests.providers.replay import ReplayServer, Reply
 from tests.providers.shapes import answer, calls, finish, role
 from tests.providers.shapes import call as call_delta

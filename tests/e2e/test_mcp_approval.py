@@ -1,5 +1,6 @@
-"""An MCP client that can open links but shows no forms asks its user to approve an ask tool:
-the user approves on Tessera's approval page in a real browser, and the client's call runs.
+"""An MCP client whose token may not approve calls an ask tool: it is sent to Tessera's approval
+page (never shown a form it could tick itself), the owner approves there in a real browser, and
+only then does the call run.
 Light, dark and phone screenshots of the page; axe finds nothing serious on it."""
 
 from __future__ import annotations
@@ -7,18 +8,20 @@ from __future__ import annotations
 import asyncio
 import queue
 import threading
+import time
 from typing import Any
 
 import httpx2
 import mcp_types as types
 import pytest
 from mcp.client import Client
-from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from playwright.sync_api import Page, expect
 
 from chat.models import AppSettings
-from toolsets.models import ApiToken, ToolExecution, ToolRule
+from hub.models import ApiToken
+from tests.hub.mcp_client import oauth_token
+from toolsets.models import ToolExecution, ToolRule
 
 from .axe import axe_violations, blocking, describe, set_theme
 from .conftest import shot
@@ -29,27 +32,29 @@ def page(axe_signed_in: Page) -> Page:
     return axe_signed_in
 
 
-@pytest.fixture
-def asking_client(stack: Any, e2e_user: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """Starts a call of an ask tool from an MCP client in the background; gives the link the
-    client was asked to open, and the call's outcome when it ends."""
+@pytest.fixture(params=["api token", "oauth client"])
+def asking_client(request: Any, stack: Any, e2e_user: Any) -> Any:
+    """Starts a call of an ask tool in the background from a caller that may not approve (an API
+    token without *May approve*, an OAuth client granted only `mcp:tools`), through the official
+    client, which declares both form and URL elicitation and would tick any form's box itself.
+    Gives the link the client was asked to open, the forms it was shown (none may be), and the
+    call's outcome when it ends."""
     settings = AppSettings.load()
     settings.mcp_server = True
     settings.save()
     ToolRule.objects.create(toolset_id="clock_math", tool="calculate", policy="ask")
-    token = ApiToken.issue(e2e_user, "desktop")[1]
-    build = ClientSession._build_capabilities
-
-    def url_only(self: Any, version: str) -> types.ClientCapabilities:
-        found = build(self, version)
-        found.elicitation = types.ElicitationCapability(url=types.UrlElicitationCapability())
-        return found
-
-    monkeypatch.setattr(ClientSession, "_build_capabilities", url_only)
+    if request.param == "api token":
+        token = ApiToken.issue(e2e_user, "desktop")[1]
+    else:
+        token = oauth_token(e2e_user, stack.url, name="Claude Desktop", scope="mcp:tools")[0]
     links: queue.Queue[str] = queue.Queue()
+    forms: list[Any] = []
     outcome: dict[str, Any] = {}
 
-    async def open_link(context: Any, params: Any) -> types.ElicitResult:
+    async def answer(context: Any, params: Any) -> types.ElicitResult:
+        if params.mode == "form":
+            forms.append(params)  # a client approving itself: must never be asked
+            return types.ElicitResult(action="accept", content={"approve": True})
         links.put(params.url)  # the user's browser opens it
         return types.ElicitResult(action="accept")
 
@@ -57,7 +62,7 @@ def asking_client(stack: Any, e2e_user: Any, monkeypatch: pytest.MonkeyPatch) ->
         async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=120) as http:
             transport = streamable_http_client(f"{stack.url}/mcp", http_client=http)
             client_info = types.Implementation(name="Claude Desktop", version="1")
-            async with Client(transport, client_info=client_info, elicitation_callback=open_link) as client:  # type: ignore[arg-type]
+            async with Client(transport, client_info=client_info, elicitation_callback=answer) as client:  # type: ignore[arg-type]
                 return await client.call_tool("toolset__clock_math__calculate", {"expression": "6 * 7"})
 
     def run() -> None:
@@ -68,12 +73,16 @@ def asking_client(stack: Any, e2e_user: Any, monkeypatch: pytest.MonkeyPatch) ->
 
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
-    return links, outcome, thread
+    return links, forms, outcome, thread
 
 
 def test_the_user_approves_an_mcp_clients_call_in_the_browser(page: Page, asking_client: Any, e2e_user: Any) -> None:
-    links, outcome, thread = asking_client
+    links, forms, outcome, thread = asking_client
     url = links.get(timeout=60)
+    # Sent to the page, never shown a form; nothing runs until the owner answers there.
+    time.sleep(1)
+    assert forms == [] and thread.is_alive()
+    assert not ToolExecution.objects.filter(user=e2e_user, tool="calculate").exists()
     page.goto(url)
     expect(page.get_by_role("heading", name="Approve a tool call")).to_be_visible()
     expect(page.get_by_test_id("approval-page-client")).to_have_text("Claude Desktop")
@@ -94,18 +103,18 @@ def test_the_user_approves_an_mcp_clients_call_in_the_browser(page: Page, asking
     thread.join(60)
     assert "error" not in outcome, outcome.get("error")
     result = outcome["result"]
-    assert not result.is_error and "42" in result.content[0].text
+    assert not result.is_error and "42" in result.content[0].text and forms == []
     record = ToolExecution.objects.get(user=e2e_user, tool="calculate")
     assert (record.approval, record.status, record.client) == ("approved", "success", "mcp: Claude Desktop")
 
 
 def test_a_denial_on_the_page_reaches_the_client_with_its_reason(page: Page, asking_client: Any, e2e_user: Any) -> None:
-    links, outcome, thread = asking_client
+    links, forms, outcome, thread = asking_client
     page.goto(links.get(timeout=60))
     page.get_by_test_id("approval-page-reason").fill("Not on a Friday")
     page.get_by_test_id("approval-page-deny").click()
     expect(page.get_by_test_id("approval-page-done")).to_contain_text("Denied.")
     thread.join(60)
     result = outcome["result"]
-    assert result.is_error and "Not on a Friday" in result.content[0].text
+    assert result.is_error and "Not on a Friday" in result.content[0].text and forms == []
     assert ToolExecution.objects.get(user=e2e_user, tool="calculate").approval == "denied"

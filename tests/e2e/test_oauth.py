@@ -1,4 +1,4 @@
-"""The MCP authorization flow end to end (chat/api/oauth.py): the official `mcp` SDK's client with
+"""The MCP authorization flow end to end (hub/oauth.py): the official `mcp` SDK's client with
 its `OAuthClientProvider` (discovery from the 401, dynamic registration or a client metadata
 document, PKCE, token storage, refresh) against the real stack, while a real headless Chromium
 signs in and answers Tessera's consent page; then the client lists and calls tools, refreshes,
@@ -7,12 +7,12 @@ and is disconnected from the account page."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import datetime
+import hashlib
 import http.server
-import json
 import queue
 import secrets
-import ssl
 import subprocess
 import threading
 import time
@@ -35,8 +35,9 @@ from oauth2_provider.models import AccessToken, Application
 from playwright.sync_api import Browser, Page
 
 from chat.models import AppSettings
-from config.processes import web_command
+from core.processes import web_command
 from tests.conftest import _free_port, _wait_for_http
+from tests.documents_server import MetadataServer
 from tests.e2e.axe import axe_violations, blocking
 from tests.e2e.conftest import PASSWORD, browser_page, shot
 from toolsets.models import ToolExecution
@@ -326,6 +327,58 @@ def test_a_consent_page_for_another_resource_or_redirect_is_an_error_page(
     callback.close()
 
 
+def test_approval_prompt_auto_still_shows_the_consent_page_to_a_user_who_allowed_before(
+    stack: Any, switched_on: None, browser: Browser, e2e_user: Any
+) -> None:
+    """A client the user allowed once holds a live token; a link naming the same client with
+    someone else's PKCE challenge and `approval_prompt=auto` must still ask the user, and send
+    nothing to the loopback port until they allow it."""
+    callback = Callback()
+    registered = httpx.post(
+        f"{stack.url}/oauth/register/",
+        json={"client_name": "Allowed Once", "redirect_uris": [callback.url], "token_endpoint_auth_method": "none"},
+    ).json()
+    base = {
+        "response_type": "code",
+        "client_id": registered["client_id"],
+        "redirect_uri": callback.url,
+        "code_challenge_method": "S256",
+        "state": "s",
+        "scope": "mcp:tools mcp:agents",
+        "resource": f"{stack.url}/mcp",
+    }
+    with browser_page(browser, stack.url) as page:
+        # The first time, the user allows it and the client gets a token.
+        verifier = secrets.token_urlsafe(48)
+        challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+        page.goto(f"{stack.url}/oauth/authorize/?{httpx.QueryParams({**base, 'code_challenge': challenge})}")
+        page.get_by_test_id("consent-allow").click()
+        page.wait_for_url(f"{callback.url}*")
+        code = callback.answers.get(timeout=10)["code"][0]
+        token = httpx.post(
+            f"{stack.url}/oauth/token/",
+            data={
+                "grant_type": "authorization_code",
+                "code": code,
+                "redirect_uri": callback.url,
+                "client_id": registered["client_id"],
+                "code_verifier": verifier,
+                "resource": f"{stack.url}/mcp",
+            },
+        )
+        assert token.status_code == 200, token.text
+
+        # Then a link with the attacker's challenge, asking to skip the page.
+        attacker = {**base, "code_challenge": "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM", "approval_prompt": "auto"}
+        page.goto(f"{stack.url}/oauth/authorize/?{httpx.QueryParams(attacker)}")
+        page.wait_for_selector("[data-testid=consent-form]")
+        assert page.url.startswith(stack.url)
+        assert page.get_by_test_id("consent-client").inner_text() == "Allowed Once"
+        shot(page, "oauth-consent-approval-prompt")
+    assert callback.answers.empty()
+    callback.close()
+
+
 def test_the_consent_page_and_connected_apps_pass_axe(
     stack: Any, switched_on: None, browser: Browser, e2e_user: Any
 ) -> None:
@@ -375,72 +428,6 @@ def test_the_consent_page_and_connected_apps_pass_axe(
 
 
 # --- A client identified by its metadata document (CIMD) --------------------------------------
-
-
-def _self_signed(directory: Path) -> tuple[Path, Path]:
-    """A certificate for 127.0.0.1, as the client's own web server would have (a real one)."""
-    import ipaddress
-
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(hours=1))
-        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
-        .sign(key, hashes.SHA256())
-    )
-    cert_path, key_path = directory / "cimd.pem", directory / "cimd.key"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
-        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    )
-    return cert_path, key_path
-
-
-class MetadataServer:
-    """The client's https server publishing its metadata document."""
-
-    def __init__(self, directory: Path) -> None:
-        self.documents: dict[str, dict[str, Any]] = {}
-        self.hits: list[str] = []
-        documents, hits = self.documents, self.hits
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                hits.append(self.path)
-                document = documents.get(self.path)
-                body = json.dumps(document).encode() if document is not None else b"{}"
-                self.send_response(200 if document is not None else 404)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.cert, key = _self_signed(directory)
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.load_cert_chain(self.cert, key)
-        self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
-        self.base = f"https://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from playwright.sync_api import Browser, Page, Route, expect
 
-from chat.accounts.models import AccountSettings, OIDCProvider
+from accounts.models import AccountSettings, OIDCProvider
 
 from .axe import set_theme
 from .conftest import PASSWORD, browser_page, login, shot

@@ -63,21 +63,8 @@ def test_user_switches_a_toolset_off_and_on(page: Page) -> None:
     expect(page.get_by_test_id("toolset-status-clock_math")).to_have_text("Ready")
 
 
-def test_api_token_is_shown_once_and_can_be_revoked(page: Page) -> None:
+def test_the_toolsets_page_points_to_api_tokens_on_the_account_page(page: Page) -> None:
     page.goto(page.base_url + "/toolsets/")  # type: ignore[attr-defined]
-    page.fill("#token-name", "My script")
-    # A token reaches tools and agents unless told otherwise.
-    expect(page.get_by_test_id("token-tools")).to_be_checked()
-    expect(page.get_by_test_id("token-agents")).to_be_checked()
-    page.get_by_test_id("token-agents").uncheck()
-    page.get_by_role("button", name="Create token").click()
-    expect(page.locator(".token-table")).to_contain_text("no agents")
-    shot(page, "api-token-created")
-    token = page.get_by_test_id("new-token").locator("code").inner_text()
-    assert token.startswith("tsk_")
-    page.reload()
-    assert token not in page.content()
-    expect(page.locator(".token-table")).to_contain_text("My script")
-    page.once("dialog", lambda d: d.accept())
-    page.get_by_role("button", name="Revoke").click()
-    expect(page.locator("#tokens")).to_contain_text("No tokens.")
+    page.get_by_test_id("tokens-moved").get_by_role("link", name="your account page").click()
+    page.wait_for_url("**/account/#tokens-title")
+    expect(page.get_by_test_id("api-tokens")).to_be_visible()

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from chat.models import AppSettings
-from toolsets.models import ApiToken
+from hub.models import ApiToken
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 

@@ -19,7 +19,7 @@ from django.test import Client
 
 from chat.models import Chat, LLMModel, Turn
 from config.asgi import application
-from toolsets.models import ApiToken
+from hub.models import ApiToken
 
 VALUES = [
     "",
@@ -69,8 +69,8 @@ CHAT_POSTS = {
     "/toolsets/clock_math/enabled/": ["enabled"],
     "/toolsets/exa/key/": ["api_key", "clear"],
     "/toolsets/workspace/setup/": [],
-    "/toolsets/tokens/": ["name"],
-    "/toolsets/tokens/{token}/revoke/": [],
+    "/account/tokens/": ["name"],
+    "/account/tokens/{token}/revoke/": [],
 }
 PATH_VALUES = ["0", "99999999999999999999999999", "-1", "abc", "%00", "1e400"]
 
@@ -119,7 +119,7 @@ def test_ids_in_paths_are_404_never_500(owner: Client, caplog: pytest.LogCapture
     for value in PATH_VALUES:
         for template in ("/chats/{}/", "/chats/{}/earlier/?before=1", "/toolsets/executions/{}/"):
             assert owner.get(template.format(value)).status_code in (400, 404), (template, value)
-        for template in ("/chats/{}/messages/", "/chats/{}/stop/", "/chats/{}/delete/", "/toolsets/tokens/{}/revoke/"):
+        for template in ("/chats/{}/messages/", "/chats/{}/stop/", "/chats/{}/delete/", "/account/tokens/{}/revoke/"):
             assert owner.post(template.format(value), {"content": "x"}).status_code == 404, (template, value)
     for before in ["", "abc", "1e400", "9" * 40, "-5", "\x00"]:
         assert owner.get(f"/chats/1/earlier/?before={before}").status_code in (400, 404)
@@ -158,7 +158,7 @@ API_BODIES = [
 
 @pytest.mark.django_db(transaction=True)
 def test_execution_api_survives_hostile_bodies(user: Any, caplog: pytest.LogCaptureFixture, settings: Any) -> None:
-    settings.AXES_FAILURE_LIMIT = 100  # malformed headers are failed attempts; the throttle is tested elsewhere
+    settings.TOKEN_FREE_FAILURES = 100  # malformed headers are bad tokens; the throttle is tested elsewhere
     _, secret = ApiToken.issue(user, "fuzz")
     client = Client(raise_request_exception=False)
     headers = {"Authorization": f"Bearer {secret}"}

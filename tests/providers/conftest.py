@@ -14,14 +14,14 @@ def _litellm(monkeypatch: pytest.MonkeyPatch) -> None:
     """LiteLLM streams the response (`litellm.acompletion`); Tessera's own reader must not run."""
     from django.conf import settings
 
-    from chat.agent import openai_stream
+    from agent import openai_stream
 
     monkeypatch.setitem(settings.TESSERA, "FAST_PATH", False)
     monkeypatch.setattr(openai_stream, "open_stream", _must_not_run("the fast path"))
 
 
 def _fast(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Tessera reads the SSE stream itself (chat/agent/openai_stream.py); LiteLLM only resolves the
+    """Tessera reads the SSE stream itself (agent/openai_stream.py); LiteLLM only resolves the
     model and builds the request, and its streaming call must not run."""
     import litellm
     from django.conf import settings

@@ -1,6 +1,6 @@
 """The replay suite: recorded-style provider streams, served over HTTP by a local
 OpenAI-compatible server, through the real LiteLLM seam, the real agent loop, the real tools and
-the real persistence (`chat.turns.run_turn`).
+the real persistence (`chat.worker.turns.run_turn`).
 
 For every shape: each tool ran exactly once with the right arguments, every request the server
 received was a valid transcript (every call answered once, JSON-object arguments, no merged
@@ -17,15 +17,15 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from agent.loop import LIMIT_MESSAGE
+from agent.transcript import canonical
+from agent.types import transcript_name
 from chat import presenters
-from chat.agent.loop import LIMIT_MESSAGE
-from chat.agent.transcript import canonical
-from chat.agent.types import transcript_name
 from chat.models import Chat, Message, TokenUsage, Turn
 from chat.presenters import turn_views
-from chat.prompts import CONTINUE_PROMPT
-from chat.turn_store import transcript
-from chat.turns import run_turn
+from chat.worker.prompts import CONTINUE_PROMPT
+from chat.worker.turn_store import transcript
+from chat.worker.turns import run_turn
 from toolsets.models import ToolExecution
 
 from .checks import check_anthropic, check_gemini, check_openai, check_stored
@@ -221,7 +221,7 @@ def test_length_offers_continue_which_carries_the_answer_on(
     replay: ReplayServer, provider_model: Any, user: Any, other_user: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # This test runs the continued turn itself: a worker of the session's stack must not take it.
-    monkeypatch.setattr("chat.exchanges.run_turn.apply_async", lambda *args, **kwargs: None)
+    monkeypatch.setattr("chat.tasks.run_turn.apply_async", lambda *args, **kwargs: None)
     replay.play(answer("The first half of a long", reason="length"))
     turn = run(start_turn(user, provider_model))
     views, _ = turn_views([turn])

@@ -1,7 +1,7 @@
 """Tessera scaled out: two web processes and two workers on one database and one Redis, as a
 deployment behind a load balancer runs them, for tests that restart, kill and pin them.
 
-The processes are started by `tests.processes` (the command lines of `config.processes`). Which
+The processes are started by `tests.processes` (the command lines of `core.processes`). Which
 workers run is the `WORKERS` list: a worker of its own queues (say, a file-reading worker once
 file reading leaves the turn queue) is one more `WorkerRole` there.
 """

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
-from chat.demo.answers import SLOW_TEXT
 from chat.models import Chat, LLMModel, Message, Turn
 from chat.rendering import render_text
+from demo.answers import SLOW_TEXT
 from tests.e2e.conftest import normalized_messages, send, wait_socket, wait_turn_done
 
 from .cluster import WEBS, Cluster

@@ -73,3 +73,18 @@ def test_the_audit_log_filters_by_client(admin_client: Client, user: Any) -> Non
     mcp = admin_client.get("/admin/toolsets/toolexecution/", {"client": "mcp: Claude Desktop"}).content.decode()
     assert "1 tool execution" in mcp and 'class="field-tool">calculate' in mcp
     assert 'class="field-tool">current_time' not in mcp
+
+
+def test_the_audit_log_shows_the_turn_of_a_view_s_call(admin_client: Client, user: Any, demo_model: Any) -> None:
+    from chat.models import Chat, Turn
+    from toolsets.models import ToolExecution
+
+    chat = Chat.objects.create(owner=user, model=demo_model)
+    turn = Turn.objects.create(chat=chat, model=demo_model)
+    ToolExecution.objects.create(
+        user=user, turn=turn, toolset="mcp_apps", tool="app_secret", client="mcp-app: Apps", tool_call_id="app-1"
+    )
+    ToolExecution.objects.create(user=user, toolset="clock_math", tool="calculate", client="mcp: X", tool_call_id="c")
+    html = admin_client.get("/admin/toolsets/toolexecution/", {"client": "mcp-app: Apps"}).content.decode()
+    assert "1 tool execution" in html
+    assert f'<a href="/admin/chat/turn/{turn.pk}/change/">chat {chat.pk} · turn {turn.pk}</a>' in html

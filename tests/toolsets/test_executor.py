@@ -7,9 +7,10 @@ from typing import Annotated, Any
 
 import pytest
 
-from toolsets import executor, registry
+from toolsets import registry, running
 from toolsets.base import ToolContext, ToolFailure, Toolset, tool
-from toolsets.executor import MAX_ATTEMPTS, Execution, ToolError, execute
+from toolsets.errors import MAX_ATTEMPTS
+from toolsets.executor import Execution, ToolError, execute
 from toolsets.models import ToolExecution
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -106,7 +107,7 @@ TEST_TOOLSET = Toolset(
 def _toolsets(monkeypatch: pytest.MonkeyPatch) -> None:
     # all_toolsets() is cached; replacing it makes the real resolve() see only our toolset.
     monkeypatch.setattr(registry, "all_toolsets", lambda: {TEST_TOOLSET.id: TEST_TOOLSET})
-    monkeypatch.setattr(executor, "BACKOFF_S", 0)
+    monkeypatch.setattr(running, "BACKOFF_S", 0)
     calls.clear()
 
 
@@ -293,7 +294,7 @@ async def test_a_retry_that_succeeds_clears_the_error(user: Any) -> None:
 
 
 async def test_retries_back_off_exponentially(user: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(executor, "BACKOFF_S", 0.01)
+    monkeypatch.setattr(running, "BACKOFF_S", 0.01)
     delays: list[float] = []
     real_sleep = asyncio.sleep
 
@@ -301,7 +302,7 @@ async def test_retries_back_off_exponentially(user: Any, monkeypatch: pytest.Mon
         delays.append(delay)
         await real_sleep(0)
 
-    monkeypatch.setattr(executor.asyncio, "sleep", recording_sleep)
+    monkeypatch.setattr("toolsets.running.asyncio.sleep", recording_sleep)
 
     await run("flaky_read", "{}", user)
 

@@ -46,7 +46,7 @@ def current_time(
     }
 
 
-_BINARY = {
+_BINARY: dict[type[ast.operator], Callable[[Any, Any], object]] = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
     ast.Mult: operator.mul,
@@ -55,7 +55,7 @@ _BINARY = {
     ast.Mod: operator.mod,
     ast.Pow: operator.pow,
 }
-_UNARY: dict[type, Callable[[Any], Any]] = {ast.UAdd: operator.pos, ast.USub: operator.neg}
+_UNARY: dict[type[ast.unaryop], Callable[[Any], object]] = {ast.UAdd: operator.pos, ast.USub: operator.neg}
 MAX_ROUND_DIGITS = 100
 
 
@@ -101,8 +101,9 @@ def evaluate(expression: str) -> int | float:
     return _eval(tree.body)
 
 
-def _eval(node: ast.AST) -> Any:
-    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+def _eval(node: ast.AST) -> int | float:
+    # bool is an int but not a number here: `True + 1` is refused.
+    if isinstance(node, ast.Constant) and isinstance(node.value, int | float) and not isinstance(node.value, bool):
         return node.value
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
         left, right = _eval(node.left), _eval(node.right)
@@ -118,7 +119,7 @@ def _eval(node: ast.AST) -> Any:
         except OverflowError:
             raise ValueError("Result too large") from None
     if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
-        return _UNARY[type(node.op)](_eval(node.operand))
+        return _checked(_UNARY[type(node.op)](_eval(node.operand)))
     if isinstance(node, ast.Name) and node.id in _CONSTANTS:
         return _CONSTANTS[node.id]
     if (
@@ -134,14 +135,18 @@ def _eval(node: ast.AST) -> Any:
     raise ValueError(f"Unsupported element in expression: {ast.dump(node)[:60]}")
 
 
-def _checked(value: Any) -> Any:
-    if isinstance(value, int) and value.bit_length() > MAX_BITS:
-        raise ValueError("Result too large")
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ValueError("Result is not a finite number")
-    if isinstance(value, complex):
-        raise ValueError("Result is not a real number")
-    return value
+def _checked(value: object) -> int | float:
+    if isinstance(value, int):
+        if value.bit_length() > MAX_BITS:
+            raise ValueError("Result too large")
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError("Result is not a finite number")
+        return value
+    # A negative number to a fractional power is complex; nothing else can come out of the
+    # operators and functions above.
+    raise ValueError("Result is not a real number")
 
 
 @tool(

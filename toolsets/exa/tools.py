@@ -65,8 +65,8 @@ def _raise_for_status(response: httpx.Response, api_key: str) -> None:
     raise ToolFailure(f"Exa refused the request (HTTP {status})" + (f": {detail}" if detail else ""))
 
 
-def _clip(text: Any, limit: int) -> str:
-    text = " ".join(str(text or "").split())
+def _clip(value: object, limit: int) -> str:
+    text = " ".join(str(value or "").split())
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 

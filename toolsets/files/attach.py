@@ -89,7 +89,7 @@ class SizeLimit(FileUploadHandler):
         return None  # the next handler makes the file
 
 
-def accept(user_id: int, upload: UploadedFile, limits: FileLimits) -> Attachment:
+def accept(user_id: int, upload: UploadedFile[bytes], limits: FileLimits) -> Attachment:
     """Stores an upload for its owner, or raises Refused (TooLarge) with the reason."""
     name = clean_name(upload.name or "")
     size = upload.size or 0

@@ -1,20 +1,18 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 from django.conf import settings
-from django.core.cache import cache
 from django.db import models
-from django.db.models.signals import post_delete, post_save
-from django.dispatch import receiver
+
+from core.settings_row import SettingsRow
 
 from .storage import files_storage
 
 MB = 1024 * 1024
 
 
-class FileLimits(models.Model):
+class FileLimits(SettingsRow):
     """What users may attach, edited by an admin (a single row)."""
 
     max_file_mb = models.PositiveIntegerField("largest file (MB)", default=20)
@@ -38,14 +36,6 @@ class FileLimits(models.Model):
 
     CACHE_KEY = "file-limits"
 
-    @classmethod
-    def load(cls) -> FileLimits:
-        obj = cache.get(cls.CACHE_KEY)
-        if obj is None:
-            obj, _ = cls.objects.get_or_create(pk=1)
-            cache.set(cls.CACHE_KEY, obj)
-        return obj  # type: ignore[no-any-return]
-
     @property
     def max_file_bytes(self) -> int:
         return self.max_file_mb * MB
@@ -53,11 +43,6 @@ class FileLimits(models.Model):
     @property
     def max_total_bytes(self) -> int:
         return self.max_total_mb_per_user * MB
-
-
-@receiver([post_save, post_delete], sender=FileLimits)
-def _forget_limits(**_: Any) -> None:
-    cache.delete(FileLimits.CACHE_KEY)
 
 
 def _storage_name(instance: Attachment, filename: str) -> str:

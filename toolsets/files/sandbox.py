@@ -14,7 +14,7 @@ import threading
 import time
 from pathlib import Path
 
-from .extract import Extracted, ExtractError, Limits
+from core.documents.extract import Extracted, ExtractError, Limits
 
 ROOT = Path(__file__).resolve().parents[2]
 MEMORY_MB = 1024
@@ -33,7 +33,7 @@ def run(data: bytes, family: str, name: str, limits: Limits, timeout_s: float) -
         sys.executable,
         "-s",  # no user site-packages; `-m` from the project root finds the module
         "-m",
-        "toolsets.files.extract",
+        "core.documents.extract",
         family,
         name[:200] or "file",
         str(limits.max_pages),

@@ -10,10 +10,10 @@ from celery import shared_task
 from django.conf import settings
 from django.db.models import F
 
+from core.documents.extract import ExtractError, Limits
 from core.redact import redact
 from core.redis_client import sync_client
 
-from .extract import ExtractError, Limits
 from .models import Attachment, FileLimits
 from .sandbox import run
 
@@ -30,7 +30,10 @@ MAX_READ_ATTEMPTS = 2
 REQUEUE_S = 1.0
 
 
-@shared_task(name="files.read_attachment", bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=None)
+# Celery ships no type information: its decorator would leave the task untyped.
+@shared_task(  # type: ignore[untyped-decorator]
+    name="files.read_attachment", bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=None
+)
 def read_attachment(self: Any, attachment_id: int) -> None:
     """Reads an uploaded file's text and facts in a sandboxed child process, off the request path."""
     pending = Attachment.objects.filter(pk=attachment_id, status=Attachment.Status.PENDING)

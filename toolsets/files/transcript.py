@@ -10,8 +10,12 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from .images import describe_image
+from core.documents.images import describe_image
+
 from .models import Attachment
+
+# Where a user message's text ends and the notes on its files begin, in what the model reads.
+FILES_MARK = "\n\n[Attached files:"
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +126,7 @@ def with_files(
                     budget -= 1
                     shown = True
             lines.append(_note(attachment, shown, vision))
-        text = f"{message.get('content') or ''}\n\n[Attached files:\n" + "\n".join(lines) + "]"
+        text = f"{message.get('content') or ''}{FILES_MARK}\n" + "\n".join(lines) + "]"
         content: Any = [{"type": "text", "text": text}, *parts] if parts else text
         out.append({**message, "content": content})
     return out

@@ -13,8 +13,8 @@ from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_POST
 
+from core import ratelimit
 from core.http import AuthedRequest
-from toolsets import ratelimit
 
 from . import attach
 from .detect import DOCX_TYPE, Refused
@@ -73,7 +73,9 @@ def upload(request: AuthedRequest) -> HttpResponse:
     limits = FileLimits.load()
     # Before the body is parsed: a refused upload costs the web process nothing more. (A request
     # from another site carries no session cookie here: SameSite keeps it from counting.)
-    if not ratelimit.allow(request.user.pk, "files.upload", settings.UPLOADS_PER_MINUTE):
+    if not ratelimit.allow(
+        "files.upload", request.user.pk, settings.UPLOADS_PER_MINUTE, window_s=60, zero_is_unlimited=True
+    ):
         per_minute = settings.UPLOADS_PER_MINUTE
         return _refused(
             f"You uploaded {per_minute} files in the last minute, the most Tessera takes; try again in a minute.", 429

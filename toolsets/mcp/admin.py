@@ -94,9 +94,13 @@ class MCPServerForm(forms.ModelForm):
             "credential_format",
             "oauth_scopes",
             "oauth_client_id",
+            "oauth_issuer",
+            "oauth_token_endpoint",
             "timeout_s",
             "trust_annotations",
             "use_instructions",
+            "apps_enabled",
+            "apps_confirm_messages",
         ]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -177,6 +181,8 @@ class MCPServerAdmin(admin.ModelAdmin):
                     "oauth_client_id",
                     "oauth_client_secret_text",
                     "clear_oauth_client_secret",
+                    "oauth_issuer",
+                    "oauth_token_endpoint",
                 ]
             },
         ),
@@ -187,6 +193,8 @@ class MCPServerAdmin(admin.ModelAdmin):
                     "allowed_tools_text",
                     "trust_annotations",
                     "use_instructions",
+                    "apps_enabled",
+                    "apps_confirm_messages",
                     "server_identity",
                     "instructions",
                     "held_review",

@@ -7,22 +7,19 @@ must not block on a query: it uses the snapshot its turn's preparation just refr
 
 Everything a server says about its tools is untrusted: names are mapped to provider-safe keys
 (`names`), descriptions are stripped of control characters and capped, input schemas must be
-valid, self-contained JSON schemas of an object, and the list is bounded.
+valid, self-contained JSON schemas of an object, and the list is bounded (`untrusted`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import threading
 import time
-import unicodedata
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
-import jsonschema
 from django.db import DatabaseError
 from django.db.models.signals import m2m_changed, post_delete, post_save
 from django.utils import timezone
@@ -31,7 +28,9 @@ from django.utils.timesince import timesince
 from toolsets.base import Tool, ToolContext, Toolset, humanize
 
 from . import names, results
-from .models import MCPServer, OAuthGrant
+from .app_resources import Page, Refusal
+from .models import AppResource, MCPServer, OAuthGrant
+from .untrusted import MAX_TITLE, clean_text, clean_tools
 
 log = logging.getLogger(__name__)
 
@@ -39,10 +38,6 @@ SNAPSHOT_TTL_S = 2.0
 # A failure this recent (and no success since) makes the server "unreachable"; after it, calls
 # are tried again, so a server that came back is noticed by the next turn that uses it.
 UNREACHABLE_FOR_S = 30.0
-MAX_TOOLS = 200
-MAX_DESCRIPTION = 1000
-MAX_TITLE = 80
-MAX_SCHEMA_BYTES = 20_000
 MAX_INSTRUCTIONS = 2000
 UNREACHABLE = "Server unreachable"
 
@@ -66,7 +61,11 @@ class ServerSpec:
     oauth_scopes: str = ""
     oauth_client_id: str = ""
     oauth_client_secret: str = field(default="", repr=False)
+    oauth_issuer: str = ""
+    oauth_token_endpoint: str = ""
     timeout_s: float = 30.0
+    # Whether its tools' MCP Apps pages are fetched and shown (`MCPServer.apps_enabled`).
+    apps: bool = True
     # Changes whenever the row does: connections made from an older version are replaced.
     version: str = ""
 
@@ -88,7 +87,10 @@ class ServerSpec:
             oauth_scopes=server.oauth_scopes,
             oauth_client_id=server.oauth_client_id,
             oauth_client_secret=server.oauth_client_secret,
+            oauth_issuer=server.oauth_issuer,
+            oauth_token_endpoint=server.oauth_token_endpoint,
             timeout_s=float(server.timeout_s),
+            apps=server.apps_enabled,
             version=server.updated_at.isoformat() if server.updated_at else "",
         )
 
@@ -187,8 +189,7 @@ def _toolset(server: MCPServer, spec: ServerSpec, health: Health) -> Toolset:
     held = server.held_tools()
     approved = server.approved_tools if isinstance(server.approved_tools, dict) else {}
     tools = [
-        _tool(spec, keys[t["name"]], approved.get(t["name"]) or t, held.get(t["name"], ""), server.trust_annotations)
-        for t in listed
+        _tool(spec, keys[t["name"]], approved.get(t["name"]) or t, held.get(t["name"], ""), server) for t in listed
     ]
     oauth = server.credential == MCPServer.Credential.OAUTH
     server_id = server.pk
@@ -249,7 +250,7 @@ HELD = {
 }
 
 
-def _tool(spec: ServerSpec, key: str, listed: dict[str, Any], held: str, trusted: bool) -> Tool:
+def _tool(spec: ServerSpec, key: str, listed: dict[str, Any], held: str, server: MCPServer) -> Tool:
     """`listed` is the approved definition when there is one: a held tool shows (and would be
     described to the model with) what the admin saw, never the server's new words."""
     original = listed["name"]
@@ -263,7 +264,10 @@ def _tool(spec: ServerSpec, key: str, listed: dict[str, Any], held: str, trusted
     annotations = listed.get("annotations") or {}
     # Annotations are claims of an untrusted server: only an admin's trust lets "read-only" run
     # a tool without asking. A claim that asks for more care (destructive) is always heeded.
-    read_only = trusted and annotations.get("readOnlyHint") is True
+    read_only = server.trust_annotations and annotations.get("readOnlyHint") is True
+    listed_ui = listed.get("ui")
+    ui: dict[str, Any] = listed_ui if isinstance(listed_ui, dict) else {}
+    visibility = ui.get("visibility") or ["model", "app"]
     return Tool(
         func=call,
         name=key,
@@ -281,107 +285,39 @@ def _tool(spec: ServerSpec, key: str, listed: dict[str, Any], held: str, trusted
         wants_context=True,
         prepare=connect,
         model_text=results.model_text,
+        model_visible="model" in visibility,
+        app={
+            "name": original,
+            "sha256": ui.get("sha256", ""),
+            "uri": ui.get("resourceUri", ""),
+            "callable": "app" in visibility,
+            "refused": str(ui.get("refused") or ""),
+        }
+        if server.apps_enabled
+        else None,
     )
-
-
-# --- What a server lists, made safe to keep ----------------------------------------------------
-
-
-def clean_text(value: Any, limit: int) -> str:
-    """Untrusted text from a server: printable characters (and newlines) only, capped."""
-    if not isinstance(value, str):
-        return ""
-    text = "".join(ch for ch in value if ch in "\n\t" or unicodedata.category(ch)[0] != "C")
-    text = text.strip()
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
-def clean_tools(listed: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
-    """The tools worth keeping from a `tools/list` answer (dumped to JSON), and a note for each
-    one left out."""
-    kept: list[dict[str, Any]] = []
-    skipped: list[str] = []
-    seen: set[str] = set()
-    for item in listed:
-        name = item.get("name") if isinstance(item, dict) else None
-        if not isinstance(name, str) or not name or len(name) > 128 or not name.isprintable():
-            skipped.append(f"{str(name)[:60]!r}: not a usable name")
-            continue
-        if name in seen:
-            skipped.append(f"{name}: listed twice")
-            continue
-        if len(kept) >= MAX_TOOLS:
-            skipped.append(f"{name}: more than {MAX_TOOLS} tools")
-            continue
-        execution = item.get("execution")
-        if isinstance(execution, dict) and execution.get("taskSupport") == "required":
-            # Tessera does not run tasks (2025-11-25's task-augmented calls): a plain call of
-            # such a tool would only be refused.
-            skipped.append(f"{name}: it runs only as a task, which Tessera does not support")
-            continue
-        problem = schema_problem(item.get("inputSchema"))
-        if problem:
-            skipped.append(f"{name}: {problem}")
-            continue
-        seen.add(name)
-        annotations: dict[str, Any] = item["annotations"] if isinstance(item.get("annotations"), dict) else {}
-        kept.append(
-            {
-                "name": name,
-                "title": clean_text(item.get("title") or annotations.get("title"), MAX_TITLE),
-                "description": clean_text(item.get("description"), MAX_DESCRIPTION),
-                "inputSchema": item["inputSchema"],
-                "annotations": {
-                    k: annotations[k]
-                    for k in ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
-                    if isinstance(annotations.get(k), bool)
-                },
-            }
-        )
-    return kept, skipped
-
-
-def schema_problem(schema: Any) -> str:
-    if not isinstance(schema, dict) or schema.get("type") != "object":
-        return "its input schema is not an object schema"
-    if len(json.dumps(schema, default=str)) > MAX_SCHEMA_BYTES:
-        return f"its input schema is larger than {MAX_SCHEMA_BYTES // 1000} kB"
-    if _remote_ref(schema):
-        return "its input schema refers to other documents"
-    try:
-        jsonschema.Draft202012Validator.check_schema(schema)
-        # Compiling once surfaces patterns and references the validator cannot use.
-        list(jsonschema.Draft202012Validator(schema).iter_errors({}))
-    except Exception as exc:  # any failure here would otherwise happen on every call
-        return f"its input schema is invalid ({str(exc).splitlines()[0][:120]})"
-    return ""
-
-
-def _remote_ref(value: Any) -> bool:
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if key in ("$ref", "$dynamicRef", "$recursiveRef") and not (isinstance(item, str) and item.startswith("#")):
-                return True
-            if _remote_ref(item):
-                return True
-    elif isinstance(value, list):
-        return any(_remote_ref(item) for item in value)
-    return False
 
 
 # --- Writes from connections (called in a thread) ----------------------------------------------
 
 
 def store_tools(
-    server_id: int, listed: list[dict[str, Any]], server_info: dict[str, Any] | None = None, *, reviewed: bool = False
+    server_id: int,
+    listed: list[dict[str, Any]],
+    server_info: dict[str, Any] | None = None,
+    *,
+    reviewed: bool = False,
+    pages: dict[str, Page | str] | None = None,
 ) -> list[str]:
     """Stores what the server listed. Definitions are pinned: a new tool is approved when an
     admin is looking (`reviewed`: their Test connection) or on the server's very first listing;
-    a changed one never is here (see `approve`)."""
+    a changed one never is here (see `approve`). `pages`: the MCP Apps pages the tools name, as
+    read (`app_resources.read_all`); None: not read this time (apps off, or only a refresh)."""
     kept, skipped = clean_tools(listed)
     fields: dict[str, Any] = {"tools": kept, "tools_refreshed_at": timezone.now()}
-    row = MCPServer.objects.filter(pk=server_id).values("approved_tools", "tools_refreshed_at").first()
+    row = MCPServer.objects.filter(pk=server_id).values("approved_tools", "tools_refreshed_at", "tools").first()
     if row is not None:
+        skipped += _pin_pages(server_id, kept, row["tools"], pages)
         approved = dict(row["approved_tools"]) if isinstance(row["approved_tools"], dict) else {}
         first_listing = not approved and row["tools_refreshed_at"] is None
         if reviewed or first_listing:
@@ -397,6 +333,46 @@ def store_tools(
     MCPServer.objects.filter(pk=server_id).update(**fields)
     invalidate()
     return skipped
+
+
+def _pin_pages(
+    server_id: int, kept: list[dict[str, Any]], stored: Any, pages: dict[str, Page | str] | None
+) -> list[str]:
+    """Names each tool's page by its hash in the tool's definition (so a changed page holds the
+    tool) and keeps the page. A page not read this time, or failing to, keeps the hash stored
+    before: a server's passing hiccup must not hold its tools."""
+    before = {
+        t["name"]: t["ui"]
+        for t in stored or []
+        if isinstance(t, dict) and isinstance(t.get("ui"), dict) and "name" in t
+    }
+    notes: list[str] = []
+    for tool in kept:
+        ui = tool.get("ui")
+        uri = ui.get("resourceUri") if isinstance(ui, dict) else None
+        if not uri:
+            continue
+        assert isinstance(ui, dict)
+        found = pages.get(uri) if pages is not None else None
+        if isinstance(found, Page):
+            AppResource.objects.get_or_create(
+                server_id=server_id,
+                sha256=found.sha256,
+                defaults={"uri": uri, "html": found.html, "meta": found.meta},
+            )
+            ui["sha256"] = found.sha256
+            continue
+        if isinstance(found, str):
+            notes.append(f"{tool['name']}: its page {uri} was not kept ({found})")
+        previous = before.get(tool["name"], {})
+        if previous.get("resourceUri") == uri and previous.get("sha256"):
+            ui["sha256"] = previous["sha256"]
+        elif isinstance(found, Refusal):
+            # No page to fall back on, refused for what it is: its cards say why.
+            ui["refused"] = str(found)[:300]
+        elif previous.get("resourceUri") == uri and previous.get("refused"):
+            ui["refused"] = previous["refused"]
+    return notes
 
 
 def approve(server: MCPServer, names_: list[str] | None = None) -> list[str]:

@@ -1,5 +1,5 @@
 """Connections to MCP servers, one set per event loop (a worker process has one loop: see
-chat.worker_loop), shared by every turn the loop runs.
+chat.worker.loop), shared by every turn the loop runs.
 
 - A server's connection is made on first use and then reused: one per server for shared
   servers, one per user for servers with per-user credentials (bounded, idle ones closed).
@@ -35,9 +35,10 @@ from typing import Any
 from core import redact
 from toolsets.base import ToolContext, ToolFailure
 
-from . import catalog, elicitation, results
+from . import app_resources, elicitation, results, untrusted
 from .catalog import ServerSpec
-from .connection import CONNECT_TIMEOUT_S, Access, Connection, list_all_tools
+from .changes import list_all_tools
+from .connection import CONNECT_TIMEOUT_S, Access, Connection
 from .errors import auth_failure, describe, leaves
 from .models import MCPServer
 
@@ -136,7 +137,7 @@ def elicitation_timeout_s() -> float:
 def _progress_reporter(ctx: ToolContext) -> Callable[[float, float | None, str | None], Any]:
     async def report(progress: float, total: float | None, message: str | None) -> None:
         percent = progress / total * 100 if total else None
-        text = catalog.clean_text(message, 200) if message else ""
+        text = untrusted.clean_text(message, 200) if message else ""
         if not text and total:
             text = f"{progress:g} of {total:g}"
         ctx.progress(text, percent)
@@ -212,6 +213,8 @@ class Discovery:
     # The revision the server is spoken to in: 2026-07-28 (stateless) or a handshake-era one.
     protocol_version: str = ""
     instructions: str = ""
+    # The MCP Apps pages the tools name, as read (None: the server's apps are off).
+    pages: dict[str, app_resources.Page | str] | None = None
 
 
 async def discover(spec: ServerSpec, access: Access, timeout: float = CONNECT_TIMEOUT_S) -> Discovery:  # noqa: ASYNC109
@@ -219,13 +222,15 @@ async def discover(spec: ServerSpec, access: Access, timeout: float = CONNECT_TI
     Raises ConnectionError with a readable message."""
     connection = Connection(spec, access)
     try:
-        async with asyncio.timeout(timeout):
+        # The pages have a budget of their own, after the listing's.
+        async with asyncio.timeout(timeout + (app_resources.PAGES_BUDGET_S if spec.apps else 0)):
             async with AsyncExitStack() as stack:
                 client = await stack.enter_async_context(connection._client(stack))
                 info = client.server_info
                 version = client.protocol_version
                 instructions = client.instructions or ""
                 listed = await list_all_tools(client)
+                pages = await app_resources.read_all(client, listed) if spec.apps else None
     except TimeoutError:
         raise ConnectionError(f"The server did not answer within {timeout:g} s.") from None
     except Exception as exc:
@@ -240,4 +245,5 @@ async def discover(spec: ServerSpec, access: Access, timeout: float = CONNECT_TI
         tools=listed,
         protocol_version=version,
         instructions=instructions,
+        pages=pages,
     )

@@ -10,8 +10,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import httpx2
@@ -19,19 +18,21 @@ import mcp_types as types
 from channels.db import database_sync_to_async
 from mcp.client import Client
 from mcp.client.caching import CacheConfig
-from mcp.client.sse import sse_client
-from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from mcp_types import CONNECTION_CLOSED, INVALID_REQUEST, REQUEST_TIMEOUT, URL_ELICITATION_REQUIRED
+from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT, URL_ELICITATION_REQUIRED
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolsets.base import ToolFailure
 
-from . import catalog, elicitation
+from . import app_resources, catalog, changes, elicitation, signals, transport, untrusted
 from .catalog import ServerSpec
 from .errors import AuthRequired, auth_failure, describe
 from .models import MCPServer
+from .watched import Watched
+
+if TYPE_CHECKING:
+    # For the annotation only: transport imports the OAuth providers where they are used.
+    from .oauth_providers import RuntimeProvider
 
 log = logging.getLogger(__name__)
 
@@ -40,21 +41,11 @@ CONNECT_TIMEOUT_S = 20.0
 BACKOFF_START_S = 1.0
 BACKOFF_MAX_S = 60.0
 STABLE_AFTER_S = 60.0
-MAX_TOOL_PAGES = 20
-HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
 # A pooled handshake-era session idle this long is pinged before a call relies on it.
 CHECK_IDLE_AFTER_S = 30.0
 PING_TIMEOUT_S = 5.0
-# How servers say a session id is no longer theirs: the SDK's transport turns a bare 404 into
-# "Session terminated", the Python SDK's servers answer "Session not found", the TypeScript
-# SDK's "No valid session ID provided" (HTTP 400).
-_SESSION_LOST = ("session terminated", "session not found", "no valid session", "invalid session")
 
-
-def session_lost(exc: MCPError) -> bool:
-    """The server rejected a request because of its session id: it cannot have run it."""
-    text = exc.message.lower()
-    return exc.code in (INVALID_REQUEST, -32000, -32001) and any(part in text for part in _SESSION_LOST)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -85,7 +76,9 @@ class Connection:
         self._refresh: asyncio.Task[None] | None = None
         self._refresh_again = False
         self._renew_now = False
-        self._provider: Any = None
+        self._provider: RuntimeProvider | None = None
+        # The client whose session the server refused (see `transport.session_refused`), if any.
+        self._refused: Client | None = None
 
     # The caller's side.
 
@@ -112,7 +105,19 @@ class Connection:
         """`resources/read` (a resource link opened from a card)."""
         return await self._request(lambda client: client.read_resource(uri), timeout)
 
+    async def list_tools(self, timeout: float) -> list[dict[str, Any]]:  # noqa: ASYNC109
+        """Every page of the server's tools as the caller may see them (with a user's grant), with a
+        call's handling: a healed session, and a refused grant said as "connect again" (the OAuth
+        provider stops the request; the transport alone reports only a closed connection)."""
+        return await self._send(changes.list_all_tools, timeout)
+
     async def _request(self, send: Callable[[Client], Awaitable[Any]], timeout: float) -> dict[str, Any]:  # noqa: ASYNC109
+        """`_send` for a request whose result is the SDK's model: dumped as on the wire."""
+        result = await self._send(send, timeout)
+        data: dict[str, Any] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        return data
+
+    async def _send(self, send: Callable[[Client], Awaitable[T]], timeout: float) -> T:  # noqa: ASYNC109
         await self.check()
         for attempt in (1, 2):
             client = await self.ready(min(timeout, CONNECT_TIMEOUT_S))
@@ -121,11 +126,11 @@ class Connection:
             try:
                 result = await send(client)
             except MCPError as exc:
-                if attempt == 1 and session_lost(exc):
+                if attempt == 1 and self._refused is client:
                     # The server refused the request for its session id, so it did not run it: a
                     # new session (a restarted server, an idle reap) and the same request once more.
-                    log.info("MCP server %s lost the session; starting a new one", self.spec.name)
-                    self._renew()
+                    log.info("MCP server %s refused the session; starting a new one", self.spec.name)
+                    self._renew(client)
                     continue
                 if exc.code == URL_ELICITATION_REQUIRED:
                     raise elicitation.PagesRequired(exc) from None  # the caller asks, and calls again
@@ -137,7 +142,7 @@ class Connection:
                 if "output schema" in text or "structured content" in text:
                     raise ToolFailure(
                         f"{self.spec.name}: the tool's result does not match the output schema it declared "
-                        f"({catalog.clean_text(text, 300)})."
+                        f"({untrusted.clean_text(text, 300)})."
                     ) from None
                 raise
             except (httpx2.HTTPError, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
@@ -147,13 +152,15 @@ class Connection:
                 ) from None
             finally:
                 self.active -= 1
-            data: dict[str, Any] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
-            return data
+            return result
         raise AssertionError("unreachable")  # pragma: no cover - the second attempt returns or raises
 
-    def _renew(self) -> None:
-        """Ends the current session and lets the next `ready()` open a new one at once: a lost
-        session is not the server failing, so no backoff."""
+    def _renew(self, client: Client | None) -> None:
+        """Ends `client`'s session and lets the next `ready()` open a new one at once: a lost
+        session is not the server failing, so no backoff. A session already replaced (another
+        call renewed it first) is left alone."""
+        if client is None or client is not self.client or self._ended.is_set():
+            return
         self._renew_now = True
         self._ended.set()
 
@@ -167,6 +174,9 @@ class Connection:
         when it sat idle long enough for the server to have been restarted or to have reaped it.
         A 2026 server has no session (each request stands alone) and stdio's end is watched."""
         client = self.client
+        if client is not None and self._refused is client:
+            self._renew(client)  # e.g. its change stream was refused: no call need fail first
+            return
         if (
             client is None
             or self._ended.is_set()
@@ -180,7 +190,7 @@ class Connection:
                 await client.session.send_ping()
         except Exception as exc:  # any failure: the session is not worth keeping
             log.info("MCP server %s: pooled session failed its check (%s)", self.spec.name, describe(exc))
-            self._renew()
+            self._renew(client)
         else:
             self.last_used = asyncio.get_running_loop().time()
 
@@ -202,7 +212,7 @@ class Connection:
             )
         if exc.code == REQUEST_TIMEOUT:
             return ToolFailure(f"{self.spec.name} did not answer in time.", error_type="timeout_error", retryable=True)
-        return ToolFailure(f"{self.spec.name} answered with an error: {catalog.clean_text(exc.message, 500)}")
+        return ToolFailure(f"{self.spec.name} answered with an error: {untrusted.clean_text(exc.message, 500)}")
 
     @property
     def connected(self) -> bool:
@@ -278,10 +288,12 @@ class Connection:
                 async with AsyncExitStack() as stack:
                     async with asyncio.timeout(CONNECT_TIMEOUT_S):
                         client = await stack.enter_async_context(self._client(stack))
-                    if self._listens(client):
+                    if changes.listens(client):
                         # Listening before the first call: a change that call causes is seen.
                         listening = asyncio.Event()
-                        listener = loop.create_task(self._listen(client, listening))
+                        listener = loop.create_task(
+                            changes.listen(client, self._ended, listening, self._tools_changed, self.spec.name)
+                        )
                         stack.callback(listener.cancel)
                         with contextlib.suppress(TimeoutError):
                             await asyncio.wait_for(listening.wait(), PING_TIMEOUT_S)
@@ -335,7 +347,7 @@ class Connection:
     @contextlib.asynccontextmanager
     async def _client(self, stack: AsyncExitStack) -> AsyncIterator[Client]:
         async with Client(
-            _Watched(self._transport(stack), self._ended),
+            Watched(self._transport(stack), self._ended),
             # The newest revision the server speaks: `server/discover` (2026-07-28, stateless),
             # else the handshake (2025-11-25 and older).
             mode="auto",
@@ -347,93 +359,38 @@ class Connection:
             # Declares elicitation (form and url) and answers the server's questions through
             # the card of the call that caused them (both eras: see `elicitation`).
             elicitation_callback=elicitation.answerer(self),
+            # MCP Apps, unless the admin turned them off for this server.
+            extensions=[app_resources.Extension()] if self.spec.apps else None,
         ) as client:
             yield client
 
     def _transport(self, stack: AsyncExitStack) -> Any:
-        spec = self.spec
-        if spec.transport == MCPServer.Transport.STDIO:
-            params = StdioServerParameters(command=spec.command, args=list(spec.args), env=dict(spec.env) or None)
-            return stdio_client(params)
-        auth = self._auth()
-        headers = dict(self.access.headers)
+        spec, user_id = self.spec, self.access.user_id
+        oauth = spec.transport != MCPServer.Transport.STDIO and spec.credential == MCPServer.Credential.OAUTH
+        if oauth and user_id is not None:
+            self._provider = transport.oauth_provider(spec, user_id)
+        return transport.open_transport(spec, self.access.headers, self._provider, stack, self._note_status)
 
-        async def note_status(response: httpx2.Response) -> None:
-            if response.status_code in (401, 403):
-                self._last_status = response.status_code
-            elif response.status_code < 300:
-                self._last_status = 0
-
-        hooks = self._event_hooks(note_status)
-        if spec.transport == MCPServer.Transport.SSE:
-
-            def factory(
-                headers: dict[str, str] | None = None,
-                timeout: httpx2.Timeout | None = None,
-                auth: httpx2.Auth | None = None,
-            ) -> httpx2.AsyncClient:
-                return httpx2.AsyncClient(
-                    headers=headers, timeout=timeout or HTTP_TIMEOUT, auth=auth, event_hooks=hooks
-                )
-
-            return sse_client(spec.url, headers=headers, auth=auth, httpx_client_factory=factory)
-        http = httpx2.AsyncClient(headers=headers, auth=auth, timeout=HTTP_TIMEOUT, event_hooks=hooks)
-        stack.push_async_callback(http.aclose)
-        return streamable_http_client(spec.url, http_client=http)
-
-    def _event_hooks(self, on_response: Any) -> dict[str, list[Any]]:
-        hooks: dict[str, list[Any]] = {"response": [on_response]}
-        if self.spec.credential == MCPServer.Credential.OAUTH:
-            from . import oauth
-
-            # The OAuth provider's own requests (metadata, the token endpoint when it refreshes)
-            # go through this client: the same address checks as the user's Connect, so a
-            # server's metadata cannot point a worker at its own network.
-            hooks["request"] = [oauth.guard_hook(self.spec)]
-        return hooks
-
-    def _auth(self) -> httpx2.Auth | None:
-        if self.spec.credential != MCPServer.Credential.OAUTH or self.access.user_id is None:
-            return None
-        from . import oauth
-
-        self._provider = oauth.runtime_provider(self.spec, self.access.user_id)
-        return self._provider
+    async def _note_status(self, response: httpx2.Response) -> None:
+        if transport.session_refused(response.request, response) and self.client is not None:
+            # Only the current session's transport sends its id: this client's session is
+            # gone, whatever error text the transport makes of the answer.
+            self._refused = self.client
+        if response.status_code in (401, 403):
+            self._last_status = response.status_code
+        elif response.status_code < 300:
+            self._last_status = 0
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, types.ToolListChangedNotification):
             self._tools_changed()
         elif isinstance(message, types.ElicitCompleteNotification):
-            await elicitation.completed(message.params.elicitation_id)
+            await elicitation.completed(self, message.params.elicitation_id)
+        elif isinstance(message, types.ResourceUpdatedNotification | types.ResourceListChangedNotification):
+            uri = message.params.uri if isinstance(message, types.ResourceUpdatedNotification) else None
+            await self._resources_changed(uri)
         elif isinstance(message, Exception):
             log.info("MCP server %s: %s", self.spec.name, describe(message))
-
-    @staticmethod
-    def _listens(client: Client) -> bool:
-        tools = client.server_capabilities.tools
-        return client.protocol_version in MODERN_PROTOCOL_VERSIONS and bool(tools and tools.list_changed)
-
-    async def _listen(self, client: Client, listening: asyncio.Event) -> None:
-        """A 2026 server's change notifications come on a `subscriptions/listen` stream the
-        client opens (the handshake era's arrive unasked, see `_on_message`). The stream has no
-        replay: after a drop, listen again and list again."""
-        pause = BACKOFF_START_S
-        while not self._ended.is_set():
-            try:
-                async with client.listen(tools_list_changed=True) as subscription:
-                    pause = BACKOFF_START_S
-                    if listening.is_set():
-                        self._tools_changed()  # events may have been missed while it was down
-                    listening.set()
-                    async for _event in subscription:
-                        self._tools_changed()
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                log.info("MCP server %s: change stream ended (%s)", self.spec.name, describe(exc))
-            listening.set()
-            await asyncio.sleep(pause)
-            pause = min(BACKOFF_MAX_S, pause * 2)
 
     def _tools_changed(self) -> None:
         if self._refresh is not None and not self._refresh.done():
@@ -448,12 +405,24 @@ class Connection:
             if client is None:
                 return
             try:
-                listed = await list_all_tools(client, fresh=True)
-                await database_sync_to_async(catalog.store_tools, thread_sensitive=False)(self.spec.id, listed)
+                listed = await changes.list_all_tools(client, fresh=True)
+                pages = await app_resources.read_all(client, listed) if self.spec.apps else None
+                await database_sync_to_async(catalog.store_tools, thread_sensitive=False)(
+                    self.spec.id, listed, pages=pages
+                )
             except Exception:
                 log.warning("Refreshing the tools of %s failed", self.spec.name, exc_info=True)
             if not self._refresh_again:
                 return
+
+    async def _resources_changed(self, uri: str | None) -> None:
+        # Documents made from this server's resources are read again (knowledge.refresh).
+        try:
+            await database_sync_to_async(signals.resources_changed.send, thread_sensitive=False)(
+                sender=MCPServer, server_id=self.spec.id, uri=uri
+            )
+        except Exception:  # a receiver's failure must not end the session's message loop
+            log.warning("Handling a resource change of %s failed", self.spec.name, exc_info=True)
 
     async def _health(self, error: str | None) -> None:
         if catalog.record_health(self.spec.id, error):
@@ -463,81 +432,9 @@ class Connection:
                 log.warning("Storing the health of %s failed", self.spec.name, exc_info=True)
 
 
-class _Watched:
-    """A transport whose read stream's end sets `ended`: how a connection learns, while idle,
-    that its server went away (a stdio child that exited, a stream the server closed)."""
-
-    def __init__(self, inner: Any, ended: asyncio.Event) -> None:
-        self.inner = inner
-        self.ended = ended
-
-    async def __aenter__(self) -> tuple[Any, Any]:
-        read, write = await self.inner.__aenter__()
-        return _WatchedRead(read, self.ended), write
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> bool | None:
-        self.ended.set()
-        result: bool | None = await self.inner.__aexit__(exc_type, exc, tb)
-        return result
-
-
-class _WatchedRead:
-    def __init__(self, inner: Any, ended: asyncio.Event) -> None:
-        self.inner = inner
-        self.ended = ended
-
-    async def receive(self) -> Any:
-        try:
-            return await self.inner.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            self.ended.set()
-            raise
-
-    def __aiter__(self) -> _WatchedRead:
-        return self
-
-    async def __anext__(self) -> Any:
-        try:
-            return await self.inner.__anext__()
-        except StopAsyncIteration:
-            self.ended.set()
-            raise
-
-    async def aclose(self) -> None:
-        self.ended.set()
-        await self.inner.aclose()
-
-    async def __aenter__(self) -> _WatchedRead:
-        await self.inner.__aenter__()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> bool | None:
-        self.ended.set()
-        result: bool | None = await self.inner.__aexit__(exc_type, exc, tb)
-        return result
-
-
 def _quiet_future(loop: asyncio.AbstractEventLoop) -> asyncio.Future[Client]:
     # Nobody may be waiting when an attempt fails: retrieve the exception so asyncio does not
     # log it as lost.
     future: asyncio.Future[Client] = loop.create_future()
     future.add_done_callback(lambda f: f.cancelled() or f.exception())
     return future
-
-
-async def list_all_tools(client: Client, fresh: bool = False) -> list[dict[str, Any]]:
-    """Every page of the server's tools (bounded); `fresh` skips the hint-driven cache, as after a
-    change notification."""
-    listed: list[dict[str, Any]] = []
-    cursor: str | None = None
-    for _ in range(MAX_TOOL_PAGES):
-        page = await client.list_tools(cursor=cursor, cache_mode="refresh" if fresh else "use")
-        listed += [tool.model_dump(by_alias=True, mode="json", exclude_none=True) for tool in page.tools]
-        cursor = page.next_cursor
-        if not cursor or len(listed) > catalog.MAX_TOOLS * 2:
-            break
-    return listed

@@ -44,6 +44,7 @@ def refresh(server: MCPServer, user_id: int | None, *, reviewed: bool = True) ->
             "instructions": found.instructions,
         },
         reviewed=reviewed,
+        pages=found.pages,
     )
     catalog.record_health(server.pk, None)
     catalog.write_health(server.pk)

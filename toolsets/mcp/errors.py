@@ -9,7 +9,7 @@ from mcp.shared.exceptions import MCPError
 
 from core import redact
 
-from . import catalog
+from . import untrusted
 
 
 class AuthRequired(Exception):
@@ -41,4 +41,4 @@ def describe(exc: BaseException) -> str:
         text = "timed out"
     else:
         text = f"{type(leaf).__name__}: {leaf}" if str(leaf) else type(leaf).__name__
-    return redact.redact(catalog.clean_text(text, 500).replace("\n", " ")) or type(leaf).__name__
+    return redact.redact(untrusted.clean_text(text, 500).replace("\n", " ")) or type(leaf).__name__

@@ -67,6 +67,22 @@ class MCPServer(models.Model):
         "or dynamic registration, whichever the server supports.",
     )
     oauth_client_secret = EncryptedTextField("OAuth client secret", blank=True, default="")
+    # Where the secret may go: the authorization server it was registered with. A server's
+    # metadata naming another issuer or token endpoint later is refused, never sent the secret.
+    oauth_issuer = models.URLField(
+        "OAuth issuer",
+        max_length=500,
+        blank=True,
+        help_text="The authorization server the client was registered with (its issuer). Empty: the one "
+        "seen when the secret is first used, kept from then on.",
+    )
+    oauth_token_endpoint = models.URLField(
+        "OAuth token endpoint",
+        max_length=500,
+        blank=True,
+        help_text="Where the client secret is sent. Empty: the one seen when the secret is first used, "
+        "kept from then on.",
+    )
     timeout_s = models.PositiveIntegerField(
         "timeout (s)",
         default=30,
@@ -107,6 +123,21 @@ class MCPServer(models.Model):
         default=True,
         help_text="The server's own text (capped, marked as the server's) in the system prompt of chats that "
         "selected its tools.",
+    )
+
+    apps_enabled = models.BooleanField(
+        "show the server's apps",
+        default=True,
+        help_text="MCP Apps: a tool that names a ui:// page shows it in its card, sandboxed on an origin of its "
+        "own. Off: its cards show the plain result, and app-only tools are never called. Test the connection "
+        "after turning it on, so the pages are fetched.",
+    )
+    apps_confirm_messages = models.BooleanField(
+        "confirm the apps' messages",
+        default=False,
+        help_text="MCP Apps: a server's View may send a message into the chat as the user (always shown as "
+        "theirs). On: the user first sees the message on the app's card and sends or discards it. Off: it is "
+        "sent at once.",
     )
 
     last_error = models.TextField(blank=True)
@@ -161,6 +192,26 @@ class MCPServer(models.Model):
             raise ValidationError({"allowed_tools": "A JSON list of tool names."})
         if self.credential == self.Credential.USER_TOKEN and "{token}" not in self.credential_format:
             raise ValidationError({"credential_format": "Must contain {token}."})
+
+
+class AppResource(models.Model):
+    """A server's `ui://` page (an MCP App's View) as fetched, by its hash: a tool's stored
+    definition names the hash, so a changed page is a changed definition (held for an admin
+    like any other change), and the card of an old call shows the page it was shown with."""
+
+    server = models.ForeignKey(MCPServer, on_delete=models.CASCADE, related_name="app_resources")
+    sha256 = models.CharField(max_length=64)
+    uri = models.CharField(max_length=500)
+    html = models.TextField()
+    # The resource's `_meta.ui`, cleaned: csp (declared domains), permissions, prefersBorder.
+    meta = models.JSONField(default=dict, blank=True)
+    fetched_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["server", "sha256"], name="mcp_one_app_resource_per_hash")]
+
+    def __str__(self) -> str:
+        return f"{self.server} · {self.uri}"
 
 
 class OAuthGrant(models.Model):

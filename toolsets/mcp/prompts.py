@@ -16,22 +16,14 @@ from mcp_types import PromptReference, ResourceTemplateReference
 from toolsets.base import ToolFailure
 
 from . import resources
-from .catalog import clean_text
-from .lists import (  # noqa: F401 - the composer's views reach the shared pieces through here
-    DEFAULT_TTL_S,
-    MAX_ARGUMENT_LENGTH,
-    MAX_ARGUMENTS,
-    MAX_ITEMS,
-    MAX_PAGES,
-    MAX_SUGGESTIONS,
-    MAX_TTL_S,
-    Source,
-    _Empty,
-    cached_list,
-    request,
-    source,
-    sources,
-)
+
+# `X as X`: the composer's views reach these shared pieces through here.
+from .lists import MAX_ARGUMENT_LENGTH as MAX_ARGUMENT_LENGTH
+from .lists import MAX_ARGUMENTS, MAX_SUGGESTIONS, _Empty, cached_list, request
+from .lists import Source as Source
+from .lists import source as source
+from .lists import sources as sources
+from .untrusted import clean_text
 
 # --- Prompts -----------------------------------------------------------------------------------
 

@@ -17,18 +17,27 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.core.files.uploadedfile import SimpleUploadedFile
+from mcp.shared.exceptions import MCPError
 from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
+from mcp_types import INVALID_PARAMS
 
+from toolsets.base import ToolFailure
 from toolsets.files import attach
 from toolsets.files.models import Attachment, FileLimits
 
-from .catalog import clean_text
 from .lists import MAX_ARGUMENT_LENGTH, Source, cached_list, request
+from .untrusted import clean_text
 
 MAX_URI = 2000
 MAX_VARIABLES = 10
 # One read may return several contents (a directory, say): each becomes a file.
 MAX_CONTENTS = 10
+# "Resource not found": -32002 up to the 2025-11-25 revision, invalid params from 2026-07-28 on.
+NOT_FOUND_CODES = (-32002, INVALID_PARAMS)
+
+
+class NotFound(ToolFailure):
+    """The server says it has no such resource (any more)."""
 
 
 class Unusable(ValueError):
@@ -130,8 +139,21 @@ def expand(template: Template, values: dict[str, str]) -> tuple[str, dict[str, s
 
 
 async def read(found: Source, user_id: int, uri: str) -> list[dict[str, Any]]:
-    """`resources/read`: the contents as the server returned them (dumped JSON)."""
-    raw = await request(found, user_id, lambda client: client.read_resource(uri))
+    """`resources/read`: the contents as the server returned them (dumped JSON). Raises NotFound
+    when the server says the resource does not exist, ToolFailure for any other failure."""
+
+    async def send(client: Any) -> Any:
+        try:
+            return await client.read_resource(uri)
+        except MCPError as exc:
+            if exc.code in NOT_FOUND_CODES:
+                said = clean_text(exc.message, 200)
+                # Servers mostly repeat the URI ("Unknown resource: …"): said once is enough.
+                detail = "" if not said or uri in said else f" ({said})"
+                raise NotFound(f"{found.server.name} has no resource {uri} any more{detail}.") from None
+            raise
+
+    raw = await request(found, user_id, send)
     contents = raw.get("contents")
     return [c for c in contents if isinstance(c, dict)][:MAX_CONTENTS] if isinstance(contents, list) else []
 
@@ -144,7 +166,7 @@ def store(user_id: int, found: Source, uri: str, name: str, contents: list[dict[
     limits = FileLimits.load()
     stored = []
     for content in contents:
-        data, mime = _bytes(content, limits)
+        data, mime = content_bytes(content, limits)
         label = _file_name(name or uri, str(content.get("uri") or uri), mime, len(contents) > 1)
         upload = SimpleUploadedFile(label, data, content_type=mime or "application/octet-stream")
         try:
@@ -155,7 +177,7 @@ def store(user_id: int, found: Source, uri: str, name: str, contents: list[dict[
     return stored
 
 
-def _bytes(content: dict[str, Any], limits: FileLimits) -> tuple[bytes, str]:
+def content_bytes(content: dict[str, Any], limits: FileLimits) -> tuple[bytes, str]:
     mime = clean_text(content.get("mimeType"), 100)
     if isinstance(content.get("text"), str):
         text: str = content["text"]

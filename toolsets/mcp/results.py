@@ -183,6 +183,7 @@ def summary(result: Any) -> str:
     return "No content"
 
 
+MAX_SUMMARY_LINE = 500
 _MARKS = re.compile(r"(\*\*|\*|`+|~~)(?=\S)(.+?)(?<=\S)\1")
 _LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 
@@ -190,6 +191,9 @@ _LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 def _plain_line(line: str) -> str:
     """A text result's first line for the card's header: the Markdown it is rendered with in the
     card's body would show as stray asterisks here."""
+    # The patterns below take time growing with the square of a line with many unclosed marks:
+    # only what a header can show is looked at.
+    line = line[:MAX_SUMMARY_LINE]
     line = re.sub(r"^\s*(?:#{1,6}\s+|[-*+]\s+|>\s*)", "", line)
     line = _LINK.sub(r"\1", line)
     for _ in range(3):  # nested emphasis: ***x***, **`x`**

@@ -285,7 +285,7 @@ def transition_counts() -> dict[tuple[str, str], int]:
 
     raw = sync_client().hgetall(TRANSITIONS_KEY)
     counts = {}
-    for field, value in raw.items():  # type: ignore[union-attr]
+    for field, value in raw.items():
         scope, _, state = _text(field).rpartition("|")
         counts[(scope, state)] = int(value)
     return counts

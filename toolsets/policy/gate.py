@@ -10,9 +10,10 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 
+from core import ratelimit
 from core.redis_client import sync_client
 
-from .. import availability, policy, ratelimit
+from .. import availability, policy
 from ..availability import Availability
 from ..base import Tool, Toolset
 from ..errors import ToolError, lease_s
@@ -66,7 +67,7 @@ def decide(
                 "permission_denied", f"{toolset.label}: {tool.display_name} is not allowed (its policy is Deny)."
             )
         elif available is not None and not ratelimit.allow(
-            user_id, tool.rate_limit_key, available.rate_limit_per_minute
+            tool.rate_limit_key, user_id, available.rate_limit_per_minute, window_s=60, zero_is_unlimited=True
         ):
             gate.error = ToolError(
                 "rate_limit_error",
@@ -167,4 +168,6 @@ async def claim_breaker(scopes: list[str], tool_: Tool) -> tuple[tuple[str, ...]
             return verdict.probes, None
         return (), ToolError("circuit_open", verdict.message(tool_.display_name, board.clock()), retryable=True)
 
-    return await database_sync_to_async(claim, thread_sensitive=False)()
+    # channels ships no type information: the claim's type is restated here.
+    claimed: tuple[tuple[str, ...], ToolError | None] = await database_sync_to_async(claim, thread_sensitive=False)()
+    return claimed

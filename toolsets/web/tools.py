@@ -89,7 +89,7 @@ async def _get(
             client.stream("GET", destination.url, headers=HEADERS) as response,
         ):
             if response.status_code in REDIRECT_CODES:
-                location = response.headers.get("location")
+                location: str | None = response.headers.get("location")
                 if not location:
                     raise ToolFailure(f"{host} answered {response.status_code} without saying where to go.")
                 return urljoin(str(destination.url), location)

@@ -3,7 +3,8 @@ collectstatic, unless STATIC_ROOT already holds what the current sources make. `
 `make test`, the test setup and the Lighthouse run use it; a deployment runs it where it would
 run collectstatic.
 
-Up to date means built from the same sources (static/, the build script, package-lock.json), by
+Up to date means built from the same sources (static/, frontend/ with the build script and the
+MCP card View, package-lock.json), by
 the same Django (the admin's files) and WhiteNoise, with the same static settings: a hash of all
 that is kept beside the manifest. collectstatic compresses every file again each time it runs
 (about 10 s of CPU here, mostly Brotli on the admin's scripts), so it runs only after a change.
@@ -40,7 +41,7 @@ def sources_key() -> str:
         repr(settings.STATICFILES_DIRS),
     ):
         digest.update(part.encode() + b"\0")
-    files = [*sorted((base / "static").rglob("*")), base / "frontend" / "build.mjs", base / "package-lock.json"]
+    files = [*sorted((base / "static").rglob("*")), *sorted((base / "frontend").rglob("*")), base / "package-lock.json"]
     for path in files:
         if path.is_file():
             digest.update(str(path.relative_to(base)).encode() + b"\0" + path.read_bytes() + b"\0")

@@ -1,6 +1,6 @@
-"""`manage.py serve`: Daphne, a Celery worker for turns and a small one for reading uploaded
-files (its own queue: one user's uploads never hold anyone's answers), plus the embedded Redis
-when REDIS_URL is unset.
+"""`manage.py serve`: Daphne, a Celery worker for turns, a small one for reading uploaded files
+(its own queue: one user's uploads never hold anyone's answers) and one for code sandboxes (its
+own queue too), one Celery beat for the automations' schedules, plus the embedded Redis when REDIS_URL is unset.
 
 This process supervises them: a process that dies (a crash, an OOM kill, someone's `kill -9`)
 is started again after a short backoff, and the others keep running, so a dead worker costs the
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import time
 from collections.abc import Callable
@@ -24,8 +25,9 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from config import embedded_redis
-from config.processes import web_command, worker_command
+from core import embedded_redis
+from core.processes import beat_command, web_command, worker_command
+from sandbox.protocol import direct_queue
 
 # A process that keeps dying is restarted less and less often, up to this many seconds apart.
 MAX_BACKOFF_S = 30.0
@@ -130,6 +132,17 @@ class Command(BaseCommand):
                 queues=(settings.FILES_QUEUE,),
             )
             processes.append(Supervised("files worker", lambda: _spawn(files, env), log=self.say))
+            # Code sandboxes: the shared queue, and this worker's own for the sessions it holds.
+            node = f"tessera-sandbox@{socket.gethostname()}-{os.getpid()}"
+            sandboxes = worker_command(
+                concurrency=settings.SANDBOX_WORKER_CONCURRENCY,
+                hostname=node,
+                queues=(settings.SANDBOX_QUEUE, direct_queue(settings.SANDBOX_QUEUE, node)),
+            )
+            processes.append(Supervised("sandbox worker", lambda: _spawn(sandboxes, env), log=self.say))
+            # One beat process sends the automations' tick (automations/scheduler.py): its state is
+            # the database, so a restart loses nothing and a second beat would start nothing twice.
+            processes.append(Supervised("beat", lambda: _spawn(beat_command(), env), log=self.say))
         web = web_command(host=options["host"], port=options["port"])
         processes.append(Supervised("web process", lambda: _spawn(web, env), log=self.say))
         try:

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 from chat import components
 from chat.components import COMPONENTS
-from chat.prompts import system_prompt
+from chat.worker.prompts import system_prompt
 
 
 def test_the_system_prompt_documents_every_component_with_its_example() -> None:

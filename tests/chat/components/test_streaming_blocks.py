@@ -6,38 +6,38 @@ from __future__ import annotations
 import random
 
 import pytest
-from django.utils.html import escape
 
 from chat.components import COMPONENTS, render, render_placeholder
-from chat.rendering import render_text, tail_patch
+from chat.open_block import OpenBlock
+from chat.rendering import render_open, render_text
 
 from .helpers import TABLE, block, full
 
 
 class LivePage:
-    """The page as the worker updates it (chat/streaming.py): finished blocks are appended once,
-    the tail element changes as `tail_patch` says."""
+    """The page as the worker updates it (chat/worker/streaming.py): finished blocks are appended once,
+    the tail element changes as `OpenBlock` says."""
 
     def __init__(self) -> None:
         self.blocks: list[str] = []
         self.tail = ""  # the tail element's content
         self.committed = 0
-        self.sent = ("", "")  # the tail and tail_html last sent
+        self.open = OpenBlock()
 
     def update(self, text: str, *, complete: bool) -> None:
         rendered = render_text(text, complete=complete, already=self.committed)
         assert rendered.committed >= self.committed, f"committed went back at {text!r}"
         self.blocks.extend(rendered.blocks)
-        patch = tail_patch(*self.sent, rendered, complete=complete)
+        patch = self.open.update(rendered, complete=complete)
         if patch is not None:
-            self.tail = patch.html if patch.replace else self.tail + patch.html
-        self.committed, self.sent = rendered.committed, (rendered.tail, rendered.tail_html)
+            self.tail = patch.apply(self.tail)
+        self.committed = rendered.committed
 
 
 def reloaded(text: str) -> tuple[str, str]:
     """What a page rendered from the live state shows (chat/presenters/ + _step.html)."""
     rendered = render_text(text, complete=False)
-    return "".join(rendered.blocks), rendered.tail_html or escape(rendered.tail)
+    return "".join(rendered.blocks), rendered.tail_html or (render_open(rendered.tail)[0] if rendered.tail else "")
 
 
 STREAMED = {
@@ -155,7 +155,7 @@ def test_the_worker_splits_only_new_text_and_renders_what_a_whole_split_does(nam
         step.fragments(text[:at], complete=False)
         page.update(text[:at], complete=False)
         assert step.blocks == page.blocks, f"at {at}"
-        assert step._tail == page.sent, f"at {at}"
+        assert step._open.html == page.tail, f"at {at}"
     step.fragments(text, complete=True)
     page.update(text, complete=True)
     assert step.html == "".join(page.blocks) == full(text)

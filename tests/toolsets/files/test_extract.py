@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from toolsets.files.extract import ExtractError, Limits, extract, html_to_text, text_kind
+from core.documents.extract import ExtractError, Limits, extract, html_to_text, text_kind
 
 from . import samples
 

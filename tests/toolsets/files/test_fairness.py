@@ -68,7 +68,7 @@ def test_uploads_per_minute_are_limited(settings: Any, user: Any, monkeypatch: p
     # All four in one window of the fixed-window counter, whatever the clock says when it runs.
     from types import SimpleNamespace
 
-    from toolsets import ratelimit
+    from core import ratelimit
 
     monkeypatch.setattr(ratelimit, "time", SimpleNamespace(time=lambda: 1_800_000_030.0))
     client = Client()

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from toolsets.files.extract import ExtractError, Limits
+from core.documents.extract import ExtractError, Limits
 from toolsets.files.sandbox import run
 
 from . import samples
@@ -43,7 +43,7 @@ def test_a_child_that_writes_without_end_is_stopped_at_the_output_limit(monkeypa
     def popen(command: list[str], **kwargs: object) -> object:
         return real_popen(endless, **kwargs)  # type: ignore[call-overload]
 
-    monkeypatch.setattr(sandbox.subprocess, "Popen", popen)
+    monkeypatch.setattr("toolsets.files.sandbox.subprocess.Popen", popen)
     started = time.monotonic()
     with pytest.raises(ExtractError, match="more text than Tessera keeps"):
         run(b"hello", "text", "a.txt", Limits(max_chars=1000), timeout_s=30)

@@ -11,9 +11,9 @@ from asgiref.sync import async_to_sync
 from django.test import Client
 
 from chat.models import Chat, Message, Turn
+from hub.models import ApiToken
 from toolsets import executor
 from toolsets.base import qualified_name
-from toolsets.models import ApiToken
 from toolsets.sources import SourceBook
 
 from . import samples
@@ -167,7 +167,7 @@ def test_the_execute_api_reads_only_the_callers_files(user: Any, other_user: Any
 
 
 def test_the_transcript_names_files_and_shows_images_to_a_vision_model(user: Any, attach_file: Any) -> None:
-    from chat import turn_store
+    from chat.worker import turn_store
     from toolsets.files.transcript import model_sees_images
 
     chat = Chat.objects.create(owner=user)

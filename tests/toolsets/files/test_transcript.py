@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from chat import turn_store
 from chat.models import Chat
+from chat.worker import turn_store
 from toolsets.files import attach
 
 

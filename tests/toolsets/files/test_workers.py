@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from django.core.files.base import ContentFile
 
-from tests.processes import Processes, wait_until
+from tests.processes import BOOT_S, Processes, wait_until
 from toolsets.files.models import Attachment
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -42,9 +42,8 @@ def test_a_pile_of_uploads_does_not_hold_another_users_file(tmp_path: Path, user
         own.worker("turns", concurrency=4, options=["--queues", "celery"])
         own.worker("files", concurrency=2, options=["--queues", "files"], TESSERA_FILE_READS_PER_USER="1")
         broker = own.broker()
-        wait_until(
-            lambda: len(broker.control.inspect(timeout=1).active_queues() or {}) == 2, 90, "the workers did not start"
-        )
+        both = lambda: len(broker.control.inspect(timeout=1).active_queues() or {}) == 2  # noqa: E731
+        wait_until(both, BOOT_S, "the workers did not start")
         pile = [_stored(user, f"photo-{n}.jpg", _photo(n)) for n in range(6)]
         mine = _stored(other_user, "mine.jpg", _photo(99))
         for attachment in [*pile, mine]:

@@ -5,7 +5,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +72,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def serve(script: Path, *arguments: str) -> Iterator[int]:
+def serve(script: Path, *arguments: str) -> Generator[int]:
     """Runs `script` with `arguments` (a `{port}` among them is a free port) until the test ends,
     yielding that port once it accepts connections."""
     port = free_port()

@@ -171,6 +171,30 @@ async def visit_and_finish(url: str, ctx: Context) -> str:
     return said.action
 
 
+@server.tool()
+async def visit_named(url: str, elicitation_id: str, finish_after: float, ctx: Context) -> str:
+    """Handshake era: ask for a page under the given id; finish it `finish_after` seconds later
+    (0: never, the person must)."""
+    session = ctx.request_context.session
+
+    async def finish() -> None:
+        await anyio.sleep(finish_after)
+        await session.send_elicit_complete(elicitation_id, related_request_id=ctx.request_id)
+
+    async with anyio.create_task_group() as tg:
+        if finish_after > 0:
+            tg.start_soon(finish)
+        said = await session.elicit_url("Pay at the shop.", url, elicitation_id, related_request_id=ctx.request_id)
+    return said.action
+
+
+@server.tool()
+async def finish_page(elicitation_id: str, ctx: Context) -> str:
+    """Says a page was finished, whoever asked it (what a hostile server would send)."""
+    await ctx.request_context.session.send_elicit_complete(elicitation_id, related_request_id=ctx.request_id)
+    return "sent"
+
+
 def http(port: int) -> None:
     import uvicorn
 

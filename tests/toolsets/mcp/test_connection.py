@@ -1,18 +1,23 @@
 """Sessions that heal and the protocol era each server is spoken to in (toolsets.mcp.connection),
-against the SDK-built test server in a process of its own, restarted between calls."""
+against the Python SDK-built test server and the TypeScript SDK's npm
+`@modelcontextprotocol/server-everything`, each in a process of its own, restarted between calls."""
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
 
 from toolsets.executor import execute
-from toolsets.mcp import connection
+from toolsets.mcp import connection, transport
 from toolsets.mcp.models import MCPServer
 
 from .conftest import Restartable, register
+from .test_third_party import EVERYTHING, NODE
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -41,6 +46,41 @@ async def test_a_restarted_handshake_era_server_gets_a_new_session_and_the_call_
     second = await _pid(user, "legacy", "c2")
     assert second != first
     assert await _pid(user, "legacy", "c3") == second
+
+
+@pytest.fixture
+def everything_server() -> Iterator[Restartable]:
+    """npm server-everything over Streamable HTTP (TypeScript SDK: a stale session id is a 400
+    "Bad Request: No valid session ID provided"), restartable."""
+    server = Restartable(NODE, "streamableHttp")
+    server.command = [str(NODE), str(EVERYTHING), "streamableHttp"]
+    server.env["PORT"] = str(server.port)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+async def _echo(user: Any, slug: str, call_id: str) -> Any:
+    return await execute(
+        f"toolset__mcp_{slug}__echo", {"message": call_id}, user_id=user.pk, tool_call_id=call_id, pre_approved=True
+    )
+
+
+async def test_a_restarted_typescript_sdk_server_gets_a_new_session_and_the_call_is_retried(
+    transactional_db: Any, user: Any, everything_server: Restartable
+) -> None:
+    await _register("every", everything_server.port)
+    first = await _echo(user, "every", "c1")
+    assert first.ok, first.error
+    await sync_to_async(everything_server.restart)()
+    # The new process answers the old session id with HTTP 400 (its own wording, which the SDK's
+    # transport does not pass on): the call runs once in a new session all the same.
+    for call_id in ("c2", "c3"):
+        done = await _echo(user, "every", call_id)
+        assert done.ok, done.error
+        assert call_id in done.result["content"][0]["text"]
 
 
 async def test_a_restarted_stateless_server_needs_nothing(
@@ -80,11 +120,49 @@ async def test_the_admin_sees_the_revision_each_server_speaks(
     assert stored.protocol_version == "2026-07-28"
 
 
-def test_session_loss_is_told_apart_from_other_errors() -> None:
-    from mcp.shared.exceptions import MCPError
+def test_a_session_is_refused_by_status_whatever_the_wording() -> None:
+    import httpx2
 
-    assert connection.session_lost(MCPError(-32600, "Session not found"))
-    assert connection.session_lost(MCPError(-32000, "Bad Request: No valid session ID provided"))
-    assert connection.session_lost(MCPError(-32600, "Session terminated"))
-    assert not connection.session_lost(MCPError(-32603, "Server returned an error response"))
-    assert not connection.session_lost(MCPError(-32602, "Invalid params: session not found in arguments"))
+    def answer(status: int, session: str | None) -> bool:
+        headers = {"mcp-session-id": session} if session else {}
+        request = httpx2.Request("POST", "http://mcp.test/mcp", headers=headers)
+        return transport.session_refused(request, httpx2.Response(status, request=request, text="anything"))
+
+    assert answer(404, "s1") and answer(400, "s1")
+    # Without a session id there is no session to renew (a stateless server's 400 is its error).
+    assert not answer(400, None) and not answer(404, None)
+    assert not answer(500, "s1") and not answer(401, "s1") and not answer(200, "s1")
+
+
+async def test_a_result_without_result_type_is_complete(transactional_db: Any, user: Any) -> None:
+    # A hand-written 2026-07-28 server that leaves `resultType` out of every result (discovery,
+    # listing, the call): the revision says "complete" is meant, so nothing fails over it.
+    untagged = Path(__file__).with_name("untagged_server.py")
+    server = await sync_to_async(register)(
+        name="Untagged", slug="untagged", transport="stdio", command=sys.executable, args=[str(untagged)], timeout_s=5
+    )
+    assert server.protocol_version == "2026-07-28", server.refresh_message
+    done = await execute(
+        "toolset__mcp_untagged__shout", {"text": "quiet"}, user_id=user.pk, tool_call_id="c1", pre_approved=True
+    )
+    assert done.ok, done.error
+    assert done.result["content"][0]["text"] == "QUIET"
+
+
+def test_an_input_required_result_keeps_its_type() -> None:
+    import mcp_types as types
+    from mcp.shared.message import SessionMessage
+
+    from toolsets.mcp.watched import complete_by_default
+
+    def read(result: dict[str, Any]) -> dict[str, Any]:
+        message = SessionMessage(types.JSONRPCResponse(jsonrpc="2.0", id=1, result=result))
+        answer = complete_by_default(message).message
+        assert isinstance(answer, types.JSONRPCResponse)
+        return answer.result
+
+    assert read({"content": []})["resultType"] == "complete"
+    assert read({"resultType": "input_required", "inputRequests": {}})["resultType"] == "input_required"
+    # Errors and the server's own requests are not results.
+    request = SessionMessage(types.JSONRPCRequest(jsonrpc="2.0", id=2, method="ping", params=None))
+    assert complete_by_default(request) is request

@@ -11,7 +11,8 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from django.conf import settings
 from django.http import QueryDict
 
 from toolsets.executor import Execution, execute
-from toolsets.mcp import elicitation
+from toolsets.mcp import elicitation, elicitation_form
 from toolsets.mcp.discovery import refresh
 from toolsets.mcp.elicitation import Answer, ElicitationRequest
 from toolsets.registry import all_toolsets
@@ -62,14 +63,33 @@ class Person:
             for item in value if isinstance(value, list) else [value]:
                 if item is not None:
                     form.appendlist(by_name[name], item)
-        content, errors = elicitation.parse(request.fields, form)
-        errors = errors or elicitation.check(request.fields, request.schema, content)
+        content, errors = elicitation_form.parse(request.fields, form)
+        errors = errors or elicitation_form.check(request.fields, request.schema, content)
         assert not errors, errors
         return Answer("accept", content)
 
 
+@pytest.fixture(scope="module")
+def asking_server() -> Iterator[Callable[[str], int]]:
+    """The asking server over HTTP in an era, by its port: one process an era for the module,
+    started when a test first needs it (starting one is a Python with the SDK, seconds on a
+    busy machine; the server keeps nothing from one call to the next)."""
+    ports: dict[str, int] = {}
+    with ExitStack() as running:
+
+        def port(era: str) -> int:
+            if era not in ports:
+                legacy = ("legacy",) if era == "handshake" else ()
+                server = serve(SERVER, "http", "{port}", *legacy)
+                ports[era] = next(server)
+                running.callback(server.close)
+            return ports[era]
+
+        yield port
+
+
 @pytest.fixture(params=["handshake", "mrtr", "mrtr-stdio"])
-def era(request: pytest.FixtureRequest) -> Iterator[str]:
+def era(request: pytest.FixtureRequest, asking_server: Callable[[str], int]) -> Iterator[str]:
     """The asking server as a handshake-era HTTP server (sessions, no `server/discover`), or a
     2026-07-28 one over HTTP or stdio; yields the era its answers name."""
     if request.param == "mrtr-stdio":
@@ -79,19 +99,19 @@ def era(request: pytest.FixtureRequest) -> Iterator[str]:
         assert server.protocol_version == "2026-07-28", server.refresh_message
         yield "mrtr"
         return
-    legacy = ("legacy",) if request.param == "handshake" else ()
-    for port in serve(SERVER, "http", "{port}", *legacy):
-        url = f"http://127.0.0.1:{port}/mcp"
-        server = register(name="Asking", slug="ask", transport="http", url=url, timeout_s=10)
-        for _ in range(5):  # a busy machine may take a while to start the server
-            if server.protocol_version:
-                break
-            time.sleep(2)
-            refresh(server, None)
-            all_toolsets()
-            server.refresh_from_db()
-        assert server.protocol_version == ("2025-11-25" if legacy else "2026-07-28"), server.refresh_message
-        yield request.param
+    url = f"http://127.0.0.1:{asking_server(request.param)}/mcp"
+    server = register(name="Asking", slug="ask", transport="http", url=url, timeout_s=10)
+    for _ in range(5):  # a busy machine may take a while to start the server
+        if server.protocol_version:
+            break
+        time.sleep(2)
+        refresh(server, None)
+        all_toolsets()
+        server.refresh_from_db()
+    assert server.protocol_version == ("2025-11-25" if request.param == "handshake" else "2026-07-28"), (
+        server.refresh_message
+    )
+    yield request.param
 
 
 async def call(user: Any, tool: str, arguments: dict[str, Any], person: Any, slug: str = "ask") -> Execution:
@@ -215,7 +235,9 @@ class Waiting:
         try:
             return await elicitation.wait(self.redis, request, poll_s=0.05)
         finally:
-            await elicitation.close(self.redis, request)
+            # As the chat's own asker does (chat/worker/asking.py): a cancelled call's scope
+            # cancels every await in it again, so the withdrawal runs shielded.
+            await asyncio.shield(elicitation.close(self.redis, request))
 
 
 async def test_no_answer_in_time_fails_the_call_clearly(user: Any, era: str, settings: Any) -> None:
@@ -244,6 +266,59 @@ async def test_a_server_finishing_its_page_answers_the_card(user: Any, era: str)
     assert execution.error is None, execution.error
     assert execution.result["content"][0]["text"] == "accept"
     assert waiting.asked[0].elicitation_id == "finish-1"
+
+
+@pytest.fixture
+def two_servers(settings: Any) -> Iterator[None]:
+    """Two handshake-era servers a user has: A ("ask") and B ("other"); questions wait 4 s."""
+    settings.TESSERA = {**settings.TESSERA, "MCP_ELICITATION_TIMEOUT_S": 4.0}
+    for a in serve(SERVER, "http", "{port}", "legacy"):
+        for b in serve(SERVER, "http", "{port}", "legacy"):
+            for slug, port in (("ask", a), ("other", b)):
+                server = register(
+                    name=f"Server {slug}", slug=slug, transport="http", url=f"http://127.0.0.1:{port}/mcp"
+                )
+                assert server.protocol_version == "2025-11-25", server.refresh_message
+            yield
+
+
+async def _asked(person: Waiting) -> None:
+    for _ in range(200):
+        if person.asked:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("the server asked nothing")
+
+
+async def test_another_server_cannot_finish_a_servers_page(user: Any, two_servers: None) -> None:
+    a_person = Waiting()
+    a_call = asyncio.create_task(
+        call(
+            user,
+            "visit_named",
+            {"url": "https://a.example/pay", "elicitation_id": "pay-1", "finish_after": 0},
+            a_person,
+        )
+    )
+    await _asked(a_person)
+    # B names A's question as finished: its notification concerns B's own pages only.
+    assert said(await call(user, "finish_page", {"elicitation_id": "pay-1"}, Waiting(), slug="other")) == "sent"
+    execution = await a_call
+    assert execution.error is not None and execution.error.type == "timeout_error", execution.result
+
+
+async def test_another_server_cannot_take_over_a_servers_page(user: Any, two_servers: None) -> None:
+    a_person, b_person = Waiting(), Waiting()
+    arguments = {"url": "https://a.example/pay", "elicitation_id": "pay-1"}
+    a_call = asyncio.create_task(call(user, "visit_named", {**arguments, "finish_after": 2.0}, a_person))
+    await _asked(a_person)
+    # B asks a page under the same id while A's waits: A's server finishing its page still
+    # answers A's card, not B's.
+    b_call = asyncio.create_task(call(user, "visit_named", {**arguments, "finish_after": 0}, b_person, slug="other"))
+    await _asked(b_person)
+    assert said(await a_call) == "accept"
+    b_execution = await b_call
+    assert b_execution.error is not None and b_execution.error.type == "timeout_error"
 
 
 # --- The protocol's own test server -----------------------------------------------------------------
@@ -332,8 +407,9 @@ async def test_stop_while_asked_withdraws_the_question(user: Any, era: str) -> N
     with pytest.raises(asyncio.CancelledError):
         await running
     # A handshake-era question waits on the connection's task, not the call's: it is withdrawn
-    # with the call all the same, and nobody can answer it any more.
-    for _ in range(40):
+    # with the call all the same, and nobody can answer it any more (the cancelled wait deletes it
+    # as it unwinds: allow a loaded machine some seconds).
+    for _ in range(200):
         if not await waiting.redis.exists(key):
             break
         await asyncio.sleep(0.05)
@@ -400,16 +476,20 @@ async def test_questions_asked_at_once_are_shown_one_at_a_time(user: Any, era: s
         ({"properties": {f"f{i}": {"type": "boolean"} for i in range(31)}}, "more than 30 fields"),
         ({"properties": {"x": {"type": "string", "enum": [str(i) for i in range(101)]}}}, "more than 100 choices"),
         ({"properties": {"x": {"type": "string"}}, "required": "x"}, "`required` must be a list"),
+        # Compiling this takes seconds of uninterruptible work: refused before anything runs it.
+        ({"properties": {"x": {"type": "string", "pattern": "((a{100}){100}){100}"}}}, "repeats too many times"),
+        ({"properties": {"x": {"type": "string", "pattern": "a" * 1001}}}, "longer than 1000"),
+        ({"properties": {"x": {"type": "string", "pattern": "(unclosed"}}}, "not a valid regular expression"),
     ],
 )
 def test_schemas_tessera_cannot_draw_are_refused_with_a_reason(schema: Any, reason: str) -> None:
-    with pytest.raises(elicitation.SchemaRefused, match=reason):
-        elicitation.form_fields(schema)
+    with pytest.raises(elicitation_form.SchemaRefused, match=reason):
+        elicitation_form.form_fields(schema)
 
 
 def test_untrusted_text_in_a_schema_is_cleaned_and_capped() -> None:
-    (only,) = elicitation.form_fields(
+    (only,) = elicitation_form.form_fields(
         {"properties": {"x": {"type": "string", "title": "A\x00B\u202e" + "t" * 500, "description": "d\x07" * 900}}}
     )
-    assert only["label"].startswith("AB") and len(only["label"]) == elicitation.MAX_TITLE
-    assert "\x07" not in only["description"] and len(only["description"]) <= elicitation.MAX_DESCRIPTION
+    assert only["label"].startswith("AB") and len(only["label"]) == elicitation_form.MAX_TITLE
+    assert "\x07" not in only["description"] and len(only["description"]) <= elicitation_form.MAX_DESCRIPTION

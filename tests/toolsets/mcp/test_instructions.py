@@ -1,4 +1,4 @@
-"""A server's `instructions` (toolsets.mcp.catalog, chat.prompts): stored at discovery, given to
+"""A server's `instructions` (toolsets.mcp.catalog, chat.worker.prompts): stored at discovery, given to
 the model of a chat that selected the server's tools, capped and escaped, and off when the admin
 says so."""
 
@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from chat.prompts import system_prompt
-from chat.tools import ChatToolBox
+from chat.worker.prompts import system_prompt
+from chat.worker.tools import ChatToolBox
 from toolsets.mcp import catalog
 from toolsets.mcp.models import MCPServer
 from toolsets.registry import all_toolsets

@@ -15,7 +15,7 @@ from asgiref.sync import sync_to_async
 from chat import tool_content
 from toolsets import availability
 from toolsets.executor import execute
-from toolsets.mcp import catalog, names
+from toolsets.mcp import catalog, names, untrusted
 from toolsets.mcp.models import MCPServer
 from toolsets.models import ToolExecution, UserToolsetConfig
 
@@ -294,7 +294,7 @@ def test_tool_names_stay_provider_safe_unique_and_stable() -> None:
 
 
 def test_untrusted_tool_listings_are_cleaned() -> None:
-    kept, skipped = catalog.clean_tools(
+    kept, skipped = untrusted.clean_tools(
         [
             {"name": "ok", "description": "x\x1b[31m" + "y" * 5000, "inputSchema": {"type": "object"}},
             {"name": "remote", "inputSchema": {"type": "object", "properties": {"a": {"$ref": "http://evil/x"}}}},
@@ -306,7 +306,7 @@ def test_untrusted_tool_listings_are_cleaned() -> None:
         ]
     )
     assert [t["name"] for t in kept] == ["ok"]
-    assert "\x1b" not in kept[0]["description"] and len(kept[0]["description"]) <= catalog.MAX_DESCRIPTION
+    assert "\x1b" not in kept[0]["description"] and len(kept[0]["description"]) <= untrusted.MAX_DESCRIPTION
     assert len(skipped) == 6 and "only as a task" in skipped[-1]
 
 

@@ -5,6 +5,7 @@ when the access token expires, and Disconnect."""
 
 from __future__ import annotations
 
+import asyncio
 import html
 import re
 import time
@@ -95,6 +96,42 @@ def test_connect_consent_callback_then_calls_carry_and_refresh_the_token(oauth_s
     assert availability.for_user(user.pk)["mcp_oa"].reason == availability.NEEDS_SETUP
 
 
+def test_a_listing_whose_grant_ended_asks_to_connect_again(oauth_server: MCPServer, user: Any) -> None:
+    """Listing the tools with a user's grant is handled like a call: when the grant ends (the
+    authorization server no longer knows it, or moved to another one), the user is told to
+    connect again rather than that the connection closed."""
+    from toolsets.base import ToolFailure
+    from toolsets.mcp.catalog import ServerSpec
+    from toolsets.mcp.client import access_for
+    from toolsets.mcp.connection import Connection
+
+    browser = Client()
+    browser.force_login(user)
+    _callback(browser, _connect(browser))
+    spec = ServerSpec.of(oauth_server)
+
+    async def listing() -> tuple[list[str], ToolFailure]:
+        connection = Connection(spec, access_for(spec, user.pk, ""))
+        try:
+            listed = [tool["name"] for tool in await connection.list_tools(10)]
+            provider = connection._provider
+            assert provider is not None and provider.context.current_tokens is not None
+            # The authorization server forgets the grant: its refresh token is one it no longer
+            # knows, and the access token has expired (they live 2 s).
+            provider.context.current_tokens.refresh_token = "revoked"
+            await asyncio.sleep(2.5)
+            with pytest.raises(ToolFailure) as refused:
+                await connection.list_tools(10)
+            return listed, refused.value
+        finally:
+            await connection.close()
+
+    listed, refused = async_to_sync(listing)()
+    assert listed == ["whoami"]
+    assert refused.error_type == "permission_denied"
+    assert "connect again" in str(refused), refused
+
+
 def test_the_tokens_are_stored_encrypted(oauth_server: MCPServer, user: Any) -> None:
     from django.db import connection
 
@@ -169,16 +206,15 @@ def test_a_workers_connection_checks_every_address_the_oauth_flow_follows(transa
     import httpx2
     from mcp.client.auth.exceptions import OAuthFlowError
 
+    from toolsets.mcp import transport
     from toolsets.mcp.catalog import ServerSpec
-    from toolsets.mcp.connection import Access, Connection
 
     server = MCPServer.objects.create(
         name="OAuth server", slug="oa", url="https://mcp.example.com/mcp", credential="oauth"
     )
 
     async def follow(url: str) -> None:
-        connection = Connection(ServerSpec.of(server), Access("user:1", (), 1))
-        hooks = connection._event_hooks(lambda response: None)
+        hooks = transport.event_hooks(ServerSpec.of(server), lambda response: None)
         async with httpx2.AsyncClient(event_hooks=hooks, timeout=2) as http:
             await http.post(url)
 
@@ -242,13 +278,13 @@ def test_a_pre_registered_client_is_used_instead_of_registering(oauth_server_bas
 def test_the_secret_goes_the_way_the_authorization_server_accepts() -> None:
     from mcp.shared.auth import OAuthMetadata
 
-    from toolsets.mcp import oauth
+    from toolsets.mcp import oauth_providers
     from toolsets.mcp.catalog import ServerSpec
 
     spec = ServerSpec(
         id=1, toolset_id="mcp_x", name="X", transport="http", oauth_client_id="c", oauth_client_secret="s"
     )
-    metadata = oauth.client_metadata(spec, "https://tessera.example/toolsets/mcp/callback/")
+    metadata = oauth_providers.client_metadata(spec, "https://tessera.example/toolsets/mcp/callback/")
 
     def server(*methods: str) -> OAuthMetadata:
         return OAuthMetadata.model_validate(
@@ -260,12 +296,12 @@ def test_the_secret_goes_the_way_the_authorization_server_accepts() -> None:
             }
         )
 
-    assert oauth.pre_registered(spec, metadata, None).token_endpoint_auth_method == "client_secret_basic"
-    assert oauth.pre_registered(spec, metadata, server()).token_endpoint_auth_method == "client_secret_basic"
-    chosen = oauth.pre_registered(spec, metadata, server("client_secret_post")).token_endpoint_auth_method
+    assert oauth_providers.pre_registered(spec, metadata, None).token_endpoint_auth_method == "client_secret_basic"
+    assert oauth_providers.pre_registered(spec, metadata, server()).token_endpoint_auth_method == "client_secret_basic"
+    chosen = oauth_providers.pre_registered(spec, metadata, server("client_secret_post")).token_endpoint_auth_method
     assert chosen == "client_secret_post"
     public = ServerSpec(id=1, toolset_id="mcp_x", name="X", transport="http", oauth_client_id="c")
-    assert oauth.pre_registered(public, metadata, server("none")).token_endpoint_auth_method == "none"
+    assert oauth_providers.pre_registered(public, metadata, server("none")).token_endpoint_auth_method == "none"
 
 
 def test_tessera_serves_its_client_id_metadata_document(client: Client) -> None:
@@ -282,3 +318,135 @@ def test_tessera_serves_its_client_id_metadata_document(client: Client) -> None:
         "https://tessera.example/client-metadata.json"
     )
     assert oauth.client_metadata_url("http://localhost:8000/toolsets/mcp/callback/") is None
+
+
+class _Recorder:
+    """An HTTP listener standing for an authorization server a hostile MCP server names: it
+    records every request's headers and body (where a client secret would show)."""
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+
+        seen = self.seen = []  # type: list[str]
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("content-length") or 0)).decode()
+                seen.append(f"{self.headers}\n{body}")
+                self.send_response(400)
+                self.send_header("content-type", "application/json")
+                self.end_headers()
+                self.wfile.write(b'{"error": "invalid_grant"}')
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def recorder() -> Any:
+    found = _Recorder()
+    yield found
+    found.close()
+
+
+def _metadata(issuer: str, token_endpoint: str) -> str:
+    from mcp.shared.auth import OAuthMetadata
+
+    return OAuthMetadata.model_validate(
+        {
+            "issuer": issuer,
+            "authorization_endpoint": f"{issuer}/authorize",
+            "token_endpoint": token_endpoint,
+            "response_types_supported": ["code"],
+        }
+    ).model_dump_json()
+
+
+def _pre_registered(oauth_server_base: str, **fields: Any) -> MCPServer:
+    return MCPServer.objects.create(
+        name="Pre",
+        slug="pre",
+        transport="http",
+        url=f"{oauth_server_base}/mcp",
+        credential="oauth",
+        oauth_client_id="tessera-pre",
+        oauth_client_secret="s3cret-value",
+        **fields,
+    )
+
+
+@pytest.mark.parametrize(("moved", "said"), [("issuer", "authorization server"), ("token endpoint", "token endpoint")])
+def test_a_pre_registered_secret_is_never_sent_to_an_authorization_server_it_was_not_registered_with(
+    oauth_server_base: str, user: Any, recorder: _Recorder, moved: str, said: str
+) -> None:
+    from toolsets.mcp import oauth
+    from toolsets.mcp.catalog import ServerSpec
+    from toolsets.mcp.secret_binding import SecretNotSent
+
+    server = _pre_registered(
+        oauth_server_base, oauth_issuer=f"{oauth_server_base}/", oauth_token_endpoint=f"{oauth_server_base}/token"
+    )
+    # The server's metadata now names another authorization server (or keeps the issuer and
+    # moves the token endpoint): the flow must stop before the secret leaves.
+    issuer = recorder.base if moved == "issuer" else f"{oauth_server_base}/"
+    pending = {
+        "server_id": server.pk,
+        "state": "s",
+        "verifier": "v" * 50,
+        "redirect_uri": "http://testserver/toolsets/mcp/callback/",
+        "oauth_metadata": _metadata(issuer, f"{recorder.base}/token"),
+        "resource_metadata": "",
+        "auth_server_url": issuer,
+        "protocol_version": "2025-11-25",
+        "scope": "",
+    }
+    with pytest.raises(SecretNotSent, match=f"{said} is now .*the secret was not sent"):
+        async_to_sync(oauth.finish)(ServerSpec.of(server), user.pk, pending, "code", None)
+    assert recorder.seen == []
+
+
+def test_a_refresh_to_a_moved_token_endpoint_is_refused_and_said(
+    oauth_server_base: str, user: Any, recorder: _Recorder
+) -> None:
+    from mcp.shared.auth import OAuthMetadata, OAuthToken
+
+    from toolsets.mcp import oauth_providers
+    from toolsets.mcp.catalog import ServerSpec
+    from toolsets.mcp.secret_binding import SecretNotSent
+
+    server = _pre_registered(
+        oauth_server_base, oauth_issuer=f"{oauth_server_base}/", oauth_token_endpoint=f"{oauth_server_base}/token"
+    )
+    provider = oauth_providers.runtime_provider(ServerSpec.of(server), user.pk)
+    assert isinstance(provider, oauth_providers.RuntimeProvider)
+    async_to_sync(provider._initialize)()
+    provider.context.current_tokens = OAuthToken(access_token="a", refresh_token="r")
+    provider.context.oauth_metadata = OAuthMetadata.model_validate_json(
+        _metadata(recorder.base, f"{recorder.base}/token")
+    )
+    with pytest.raises(SecretNotSent):
+        async_to_sync(provider._refresh_token)()
+    assert "the secret was not sent" in provider.take_failure()
+
+
+def test_an_unbound_secret_is_bound_to_the_server_of_its_first_use(oauth_server_base: str) -> None:
+    from toolsets.mcp.catalog import ServerSpec
+    from toolsets.mcp.secret_binding import SecretNotSent, bind_secret
+
+    server = _pre_registered(oauth_server_base)
+    spec = ServerSpec.of(server)
+    bind_secret(spec, f"{oauth_server_base}/", f"{oauth_server_base}/token")
+    server.refresh_from_db()
+    assert (server.oauth_issuer, server.oauth_token_endpoint) == (f"{oauth_server_base}/", f"{oauth_server_base}/token")
+    bind_secret(spec, oauth_server_base, f"{oauth_server_base}/token")  # the same issuer, either spelling
+    with pytest.raises(SecretNotSent):
+        bind_secret(spec, "https://elsewhere.example/", "https://elsewhere.example/token")

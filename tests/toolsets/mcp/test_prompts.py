@@ -143,7 +143,7 @@ def test_an_answered_prompt_becomes_exchanges_and_its_image_and_resource_files(p
     question = Message.objects.filter(chat=chat, role="user").last()
     assert question is not None and set(question.files.values_list("pk", flat=True)) == {int(i) for i in ids}
     # The transcript the model gets: the example exchange in its roles, then the question.
-    from chat import turn_store
+    from chat.worker import turn_store
 
     transcript = turn_store.transcript(chat.pk, vision=True)
     assert [m["role"] for m in transcript] == ["user", "assistant", "user"]

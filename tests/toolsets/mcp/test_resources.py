@@ -37,14 +37,14 @@ def test_a_template_with_too_many_variables_is_not_offered() -> None:
 def test_contents_are_checked_before_they_are_stored() -> None:
     limits = FileLimits(max_file_mb=1)
     with pytest.raises(resources.Unusable, match="not valid base64"):
-        resources._bytes({"blob": "%%%"}, limits)
+        resources.content_bytes({"blob": "%%%"}, limits)
     with pytest.raises(resources.Unusable, match="larger than 1 MB"):
-        resources._bytes({"blob": base64.b64encode(b"x" * (2 * 1024 * 1024)).decode()}, limits)
+        resources.content_bytes({"blob": base64.b64encode(b"x" * (2 * 1024 * 1024)).decode()}, limits)
     with pytest.raises(resources.Unusable, match="larger than 1 MB"):
-        resources._bytes({"text": "é" * (600 * 1024)}, limits)  # 1.2 MB once encoded
+        resources.content_bytes({"text": "é" * (600 * 1024)}, limits)  # 1.2 MB once encoded
     with pytest.raises(resources.Unusable, match="neither text nor data"):
-        resources._bytes({"uri": "a:b"}, limits)
-    data, mime = resources._bytes({"text": "hi", "mimeType": "application/x-evil"}, limits)
+        resources.content_bytes({"uri": "a:b"}, limits)
+    data, mime = resources.content_bytes({"text": "hi", "mimeType": "application/x-evil"}, limits)
     assert (data, mime) == (b"hi", "text/plain")  # text is text, whatever the server calls it
 
 

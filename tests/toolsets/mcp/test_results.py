@@ -91,3 +91,15 @@ async def test_content_meant_for_one_audience_reaches_only_that_one(stdio_server
     html = str(tool_content.render(result))
     assert "For your eyes." in html and "For both." in html and "For the model." not in html
     assert results.summary(result) == "For your eyes."
+
+
+def test_a_huge_first_line_is_summarised_promptly() -> None:
+    # The header's Markdown clean-up backtracks over a whole line per emphasis mark: a server's
+    # one-line result of many unclosed marks must not keep the worker busy for minutes.
+    import time
+
+    line = "**a " * 15_000
+    started = time.monotonic()
+    shown = results.summary({"content": [{"type": "text", "text": line}]})
+    assert time.monotonic() - started < 1.0
+    assert shown.startswith("a *a") and len(shown) <= results.MAX_SUMMARY_LINE

@@ -12,7 +12,7 @@ import pytest
 
 from chat.models import Chat, Message, Turn
 from chat.tasks import run_turn
-from config.processes import worker_command
+from core.processes import worker_command
 from toolsets.exa.fake_server import FAKE_API_KEY, FakeExa
 from toolsets.models import PolicySettings, ToolExecution, ToolsetConfig, UserToolsetConfig
 from toolsets.policy import breaker

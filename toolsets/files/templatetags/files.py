@@ -15,7 +15,10 @@ LIGHT_FIELDS = ("text", "thumbnail")
 def with_file_flag(messages: QuerySet[Any]) -> QuerySet[Any]:
     """`messages` each with `has_files`: `prefetch` then skips its query when none has any (most
     pages: files are the exception)."""
-    return messages.annotate(has_files=Exists(Attachment.messages.through.objects.filter(message_id=OuterRef("pk"))))
+    flagged: QuerySet[Any] = messages.annotate(
+        has_files=Exists(Attachment.messages.through.objects.filter(message_id=OuterRef("pk")))
+    )
+    return flagged
 
 
 def prefetch(messages: list[Any]) -> None:
