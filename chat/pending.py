@@ -14,11 +14,14 @@ another as each answer completes, and steering, handed to the running agent at i
 
 The chat's row lock (`exchanges.lock_idle`) orders all of this against sends and turn ends:
 a message is queued only while a turn runs, and the queue is read only after it ended.
-Every change pushes the whole box to every tab of the chat (`push_box`)."""
+Every change pushes the whole box to every tab of the chat (`push_box`). Pushes from the web
+and worker processes may overtake each other on the way, so each rendering carries a version
+taken before its rows are read; a tab keeps the newest it has seen (static/js/chat.js)."""
 
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -46,16 +49,37 @@ def mailbox_key(turn_id: int) -> str:
 
 
 # --- the box the page shows ---------------------------------------------------------------------
+def _box_version(chat_id: int) -> int | None:
+    """A number larger than every earlier rendering's of this chat's box. Taken before the rows
+    are read, so the rendering with the largest one has read after every change that pushed
+    one before it. None without Redis: the box is then applied whatever came before.
+
+    The counter starts from the clock in microseconds, so one that expired (a chat idle for a
+    week) starts again above every number an open tab may still hold."""
+    name = f"tessera:chat:{chat_id}:box-version"
+    try:
+        pipe = sync_client().pipeline(transaction=True)
+        pipe.set(name, time.time_ns() // 1000, nx=True)
+        pipe.incr(name)
+        pipe.expire(name, 7 * 86400)
+        version = pipe.execute()[1]
+    except Exception:
+        log.warning("Versioning the waiting messages of chat %s failed", chat_id, exc_info=True)
+        return None
+    return int(version)
+
+
 def box_context(chat: Chat) -> dict[str, Any]:
     """What `chat/_queue.html` shows: steers waiting for the running answer first, then the
     queue in order. A steer left by a turn that ended without taking it (its worker died) is
     shown, and run, as queued."""
+    version = _box_version(chat.pk)
     running = chat.turns.filter(status__in=Turn.ACTIVE).exists()
     rows = list(PendingMessage.objects.filter(chat=chat))
     _with_files(chat, rows)
     steers = [r for r in rows if r.kind == Kind.STEER and running]
     queued = [r for r in rows if r not in steers]
-    return {"chat": chat, "steers": steers, "queued": queued, "idle": not running}
+    return {"chat": chat, "steers": steers, "queued": queued, "idle": not running, "version": version}
 
 
 def box_html(chat: Chat, *, oob: bool = True, empty: bool = False) -> str:

@@ -458,6 +458,15 @@
   // Tool cards: open while calling, closed when done, unless the reader opened or closed it.
   document.addEventListener("htmx:oobBeforeSwap", function (e) {
     var old = e.detail.target;
+    if (old && old.id === "pending-box") {
+      // The waiting messages come from the web and worker processes, which may overtake each
+      // other: a rendering no newer than the one shown is dropped (chat/pending.py).
+      var box = e.detail.fragment && (e.detail.fragment.firstElementChild || e.detail.fragment);
+      var was = parseInt(old.dataset.version || "0", 10);
+      var now = parseInt((box && box.dataset && box.dataset.version) || "0", 10);
+      if (was && now && now <= was) e.preventDefault();
+      return;
+    }
     if (!old || !old.hasAttribute || !old.hasAttribute("data-tool-card") || !old.dataset.userToggled) return;
     var fresh = e.detail.fragment && (e.detail.fragment.firstElementChild || e.detail.fragment);
     if (!fresh || !fresh.hasAttribute || !fresh.hasAttribute("data-tool-card")) return;

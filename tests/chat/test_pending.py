@@ -89,6 +89,24 @@ def test_sending_while_an_answer_runs_queues_the_message_in_order(owner: Client,
     assert Message.objects.filter(chat=chat).count() == 1
 
 
+def _version(html: str) -> int:
+    import re
+
+    found = re.search(r'id="pending-box"[^>]* data-version="(\d+)"', html)
+    assert found, html[:300]
+    return int(found.group(1))
+
+
+def test_every_rendering_of_the_box_is_newer_than_the_one_before(chat: Chat) -> None:
+    # Pushes from the web and the worker may arrive in any order; the page keeps the newest.
+    _running(chat)
+    first, second = _version(pending.box_html(chat)), _version(pending.box_html(chat))
+    assert second > first
+    # A counter that expired starts again above every number an open tab may still hold.
+    sync_client().delete(f"tessera:chat:{chat.pk}:box-version")
+    assert _version(pending.box_html(chat)) > second
+
+
 def _uploaded(owner: Client, name: str, text: str) -> int:
     from django.core.files.uploadedfile import SimpleUploadedFile
 
