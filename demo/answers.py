@@ -294,8 +294,8 @@ def help_answer(user_text: str) -> str:
                 "after **Create sample data** in Toolsets settings)"
             ),
             (
-                '- **Code**: "Run this:" followed by a ```python block, or "Plot this CSV" with a CSV attached '
-                "(`code` toolset)"
+                '- **Code**: "Run this:" followed by a fenced Python block (`` ```python ``), '
+                'or "Plot this CSV" with a CSV attached (`code` toolset)'
             ),
             (
                 '- **Artifacts**: "Make an HTML page about our launch", "Draw a diagram of the sign-up flow", '
