@@ -29,6 +29,7 @@ from toolsets.base import ToolFailure
 from toolsets.files.detect import HEAD_BYTES, Refused, detect
 from toolsets.files.models import FileLimits
 from toolsets.files.sandbox import run
+from toolsets.mcp.models import MCPServer
 
 from . import archives, chunking, embedding, vectors
 from .models import Chunk, Document, KnowledgeBase
@@ -38,6 +39,8 @@ log = logging.getLogger(__name__)
 MAX_ATTEMPTS = 3
 BATCH = 200
 MAX_TITLE = 300
+# Resources picked from a server's list in one go (the list shows at most 200).
+MAX_RESOURCES_AT_ONCE = 200
 
 
 def digest(data: bytes) -> str:
@@ -90,12 +93,29 @@ def add_page(base: KnowledgeBase, url: str) -> Document:
     return document
 
 
-def add_resource(base: KnowledgeBase, user_id: int, slug: str, uri: str) -> Document:
-    """Queues an MCP resource for reading (knowledge.mcp_sources); added again, it is read again
-    and indexed again only if its contents changed."""
+def add_resources(base: KnowledgeBase, user_id: int, slug: str, uris: list[str]) -> list[Document]:
+    """Queues MCP resources of one server for reading (knowledge.mcp_sources); one added again
+    is read again and indexed again only if its contents changed. All or none: ValueError says
+    what is wrong with the first that cannot be added."""
     from . import mcp_sources
 
-    server, uri = mcp_sources.check(user_id, slug, uri)
+    if not uris:
+        raise ValueError("Choose at least one resource.")
+    if len(uris) > MAX_RESOURCES_AT_ONCE:
+        raise ValueError(f"Add at most {MAX_RESOURCES_AT_ONCE} resources at once.")
+    server = mcp_sources.usable_server(user_id, slug)
+    cleaned = list(dict.fromkeys(mcp_sources.clean_uri(uri) for uri in uris))
+    return [_add_resource(base, server, uri) for uri in cleaned]
+
+
+def add_resource(base: KnowledgeBase, user_id: int, slug: str, uri: str) -> Document:
+    """One MCP resource, as `add_resources`."""
+    return add_resources(base, user_id, slug, [uri])[0]
+
+
+def _add_resource(base: KnowledgeBase, server: MCPServer, uri: str) -> Document:
+    from . import mcp_sources
+
     document, _ = Document.objects.get_or_create(
         base=base,
         reference=mcp_sources.reference(server.slug, uri),

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import asyncio
 
+from asgiref.sync import async_to_sync
+
 from toolsets import availability
 from toolsets.base import ToolFailure
 from toolsets.files.models import FileLimits
@@ -60,15 +62,36 @@ def parse(document: Document) -> tuple[str, str]:
     return slug, uri
 
 
-def check(user_id: int, slug: str, uri: str) -> tuple[MCPServer, str]:
-    """The server and the cleaned URI, or ValueError saying what is wrong (a 400)."""
-    uri = uri.strip()
+def usable_server(user_id: int, slug: str) -> MCPServer:
+    """The server, when this user may use it now, or ValueError saying so (a 400)."""
     server = next((s for s in usable_servers(user_id) if s.slug == slug), None)
     if server is None:
         raise ValueError("Choose one of the MCP servers you may use.")
+    return server
+
+
+def clean_uri(uri: str) -> str:
+    """The URI without surrounding space, or ValueError saying what is wrong (a 400)."""
+    uri = uri.strip()
     if not uri or len(uri) > 900 or not resources.valid_uri(uri):
         raise ValueError("Give the resource's URI as the server lists it, e.g. docs://handbook.")
-    return server, uri
+    return uri
+
+
+def check(user_id: int, slug: str, uri: str) -> tuple[MCPServer, str]:
+    """The server and the cleaned URI, or ValueError saying what is wrong (a 400)."""
+    return usable_server(user_id, slug), clean_uri(uri)
+
+
+def listed(user_id: int, slug: str) -> tuple[MCPServer, list[resources.Listed], list[str]]:
+    """The resources the server lists for this user (`resources/list`, paged and bounded by
+    the composer's picker, cached by the server's hints; names and descriptions cleaned), and
+    what went wrong asking; ValueError when they may not use the server."""
+    server = usable_server(user_id, slug)
+    state = availability.for_toolset(user_id, server.toolset_id)
+    source = Source(server, ServerSpec.of(server), state.api_key if state else "")
+    found, _, problems = async_to_sync(resources.list_resources)([source], user_id)
+    return server, [item for item in found if len(item.uri) <= 900], problems
 
 
 def read(base: KnowledgeBase, document: Document, limits: FileLimits) -> bytes:

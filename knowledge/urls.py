@@ -14,6 +14,7 @@ urlpatterns = [
     path("<id:base_id>/upload/", views.upload, name="upload"),
     path("<id:base_id>/page/", views.add_page, name="add_page"),
     path("<id:base_id>/resource/", views.add_resource, name="add_resource"),
+    path("<id:base_id>/resources/", views.resource_list, name="resource_list"),
     path("<id:base_id>/refresh/", views.refresh_resources, name="refresh"),
     path("<id:base_id>/share/", views.share, name="share"),
     path("<id:base_id>/delete/", views.delete_base, name="delete"),

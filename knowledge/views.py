@@ -22,6 +22,7 @@ from django.views.decorators.http import require_GET, require_POST
 from core import groups as member_groups
 from core import ratelimit
 from core.http import AuthedRequest
+from core.redact import redact
 from toolsets.files.models import FileLimits
 from toolsets.sources import safe_http_url
 
@@ -31,6 +32,8 @@ from .models import Chunk, Document, KnowledgeBase, RetrievalSettings
 MAX_UPLOAD_FILES = 50
 MAX_NAME = 120
 REFRESHES_PER_MINUTE = 10
+# Listing a server's resources asks the server (its answer is cached by its hints).
+LISTS_PER_MINUTE = 20
 
 
 def _base_for_user(request: AuthedRequest, base_id: int) -> KnowledgeBase:
@@ -186,13 +189,31 @@ def add_page(request: AuthedRequest, base_id: int) -> HttpResponse:
 @login_required
 @require_POST
 def add_resource(request: AuthedRequest, base_id: int) -> HttpResponse:
+    """One resource typed in, or several picked from the server's list (`resource_list`)."""
     found = _own_base(request, base_id)
+    uris = request.POST.getlist("uri")
     try:
         with transaction.atomic():
-            ingest.add_resource(found, request.user.pk, request.POST.get("server", ""), request.POST.get("uri", ""))
+            ingest.add_resources(found, request.user.pk, request.POST.get("server", ""), uris)
     except ValueError as exc:
         return _upload_refused(request, found, str(exc))
     return HttpResponseRedirect(reverse("knowledge:base", args=[found.pk]))
+
+
+@login_required
+@require_GET
+def resource_list(request: AuthedRequest, base_id: int) -> HttpResponse:
+    """The resources the chosen server lists, to pick from (the base page's "List resources").
+    The server is asked as this user; what it says is shown as text, never as markup."""
+    found = _own_base(request, base_id)
+    if not ratelimit.allow("knowledge.resource_list", request.user.pk, LISTS_PER_MINUTE, window_s=60):
+        return HttpResponse("Listed often this minute already; wait a little.", status=429)
+    try:
+        server, listed, problems = mcp_sources.listed(request.user.pk, request.GET.get("server", ""))
+    except ValueError as exc:
+        return HttpResponse(str(exc), status=400)
+    context = {"base": found, "server": server, "resources": listed, "problems": [redact(p) for p in problems]}
+    return render(request, "knowledge/_resource_list.html", context)
 
 
 @login_required

@@ -40,14 +40,22 @@ def test_a_resource_of_an_mcp_server_becomes_a_searchable_document(kb_page: Page
     page = kb_page
     page.goto(f"{page.base_url}/knowledge/{base.pk}/")  # type: ignore[attr-defined]
     page.get_by_test_id("kb-resource-server").select_option("ns")
-    page.get_by_test_id("kb-resource-uri").fill("notes://today")
-    page.get_by_test_id("kb-add-resource").click()
+    # Picked from what the server lists (a typed address is the next test's way).
+    page.get_by_test_id("kb-list-resources").click()
+    picks = page.get_by_test_id("kb-pick")
+    expect(picks).to_have_count(3)  # its templates have no single address: not listed
+    expect(page.get_by_test_id("kb-resource-list")).to_contain_text("Today's notes")
+    shot(page, "knowledge-mcp-pick", full_page=True)
+    listed = blocking(axe_violations(page))
+    page.get_by_label("Today's notes").check()
+    page.get_by_test_id("kb-add-picked").click()
 
     expect(page.locator('[data-testid="kb-doc"][data-status="ready"]')).to_have_count(1, timeout=60_000)
     expect(page.get_by_test_id("kb-doc").first).to_contain_text("Notes server: notes://today")
     shot(page, "knowledge-mcp-resource", full_page=True)
     found = blocking(axe_violations(page))
     assert not found, describe(found, "knowledge base with an MCP resource")
+    assert not listed, describe(listed, "an MCP server's resources to pick from")
 
 
 FOLDER_SERVER = Path(__file__).resolve().parents[1] / "knowledge" / "folder_server.py"

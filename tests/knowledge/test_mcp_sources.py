@@ -91,3 +91,31 @@ def test_a_resource_too_big_fails_clearly(server: Any, user: Any, make_base: Any
     document = ingest.add_resource(make_base(user), user.pk, "ns", "big://blob")
     _index(document)
     assert document.status == "failed" and "larger than 1 MB" in document.error
+
+
+def test_resources_are_picked_from_the_servers_list_all_or_none(
+    server: Any, user: Any, other_user: Any, make_base: Any
+) -> None:
+    base = make_base(user)
+    client = Client()
+    client.force_login(user)
+    url = reverse("knowledge:resource_list", args=[base.pk])
+    listed = client.get(url, {"server": "ns"})
+    assert listed.status_code == 200
+    html = listed.content.decode()
+    for text in ("Today&#x27;s notes", 'value="notes://today"', 'value="images://pixel"', "Notes server lists"):
+        assert text in html
+    assert "weather://{country}" not in html  # a template has no single address to read
+    assert client.get(url, {"server": "nope"}).status_code == 400
+    stranger = Client()
+    stranger.force_login(other_user)
+    assert stranger.get(url, {"server": "ns"}).status_code == 404
+
+    add = reverse("knowledge:add_resource", args=[base.pk])
+    refused = client.post(add, {"server": "ns", "uri": ["notes://today", "not a uri"]})
+    assert refused.status_code == 400 and not Document.objects.filter(base=base).exists()
+    assert client.post(add, {"server": "ns"}).status_code == 400
+    picked = client.post(add, {"server": "ns", "uri": ["notes://today", "images://pixel", "notes://today"]})
+    assert picked.status_code == 302
+    references = sorted(Document.objects.filter(base=base).values_list("reference", flat=True))
+    assert references == ["mcp:ns:images://pixel", "mcp:ns:notes://today"]
