@@ -78,11 +78,6 @@ def clean_uri(uri: str) -> str:
     return uri
 
 
-def check(user_id: int, slug: str, uri: str) -> tuple[MCPServer, str]:
-    """The server and the cleaned URI, or ValueError saying what is wrong (a 400)."""
-    return usable_server(user_id, slug), clean_uri(uri)
-
-
 def listed(user_id: int, slug: str) -> tuple[MCPServer, list[resources.Listed], list[str]]:
     """The resources the server lists for this user (`resources/list`, paged and bounded by
     the composer's picker, cached by the server's hints; names and descriptions cleaned), and
