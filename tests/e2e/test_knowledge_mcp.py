@@ -43,7 +43,8 @@ def test_a_resource_of_an_mcp_server_becomes_a_searchable_document(kb_page: Page
     # Picked from what the server lists (a typed address is the next test's way).
     page.get_by_test_id("kb-list-resources").click()
     picks = page.get_by_test_id("kb-pick")
-    expect(picks).to_have_count(3)  # its templates have no single address: not listed
+    # The web process starts the server and asks it (seconds on a loaded machine).
+    expect(picks).to_have_count(3, timeout=30_000)  # its templates have no single address: not listed
     expect(page.get_by_test_id("kb-resource-list")).to_contain_text("Today's notes")
     shot(page, "knowledge-mcp-pick", full_page=True)
     listed = blocking(axe_violations(page))

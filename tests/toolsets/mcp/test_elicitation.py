@@ -230,8 +230,9 @@ class Waiting:
         self.asked: list[ElicitationRequest] = []
 
     async def __call__(self, request: ElicitationRequest) -> Answer:
-        self.asked.append(request)
         await elicitation.open_request(self.redis, request, chat_id=1, turn_id=1, user_id=1)
+        # Listed once it stands in Redis: a test that sees it asked may look for it there.
+        self.asked.append(request)
         try:
             return await elicitation.wait(self.redis, request, poll_s=0.05)
         finally:
