@@ -278,17 +278,19 @@ def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
     """Browser tests last: Playwright's sync API keeps an event loop running in the main thread
     for the rest of the session, which async tests cannot share.
 
-    A browser test that fails runs once more: on a loaded two-core machine a browser, a web
-    process and workers share the cores with three other test workers, and a wait can outlast
-    its allowance. A test that fails twice fails; every rerun is listed in the summary
-    ("rerun test summary info") and is a bug to look at, as the steer test's was (the waiting
-    messages pushed by two processes could arrive out of order)."""
+    A browser test, or one that starts processes or uses the stack, that fails runs once more:
+    on a loaded two-core machine a browser, web processes and workers share the cores with three
+    other test workers, and a wait can outlast its allowance. A test that fails twice fails;
+    every rerun is listed in the summary ("rerun test summary info") and is a bug to look at, as
+    the steer test's was (the waiting messages pushed by two processes could arrive out of
+    order). Tests of one process alone get no second try."""
     for item in items:
-        if "/e2e/" in str(item.path):
+        browser = "/e2e/" in str(item.path)
+        if browser:
             item.add_marker(pytest.mark.e2e)
-            if not item.get_closest_marker("flaky"):
-                item.add_marker(pytest.mark.flaky(reruns=1))
         starts_processes = item.get_closest_marker("integration") or "stack" in getattr(item, "fixturenames", ())
         if starts_processes and not item.get_closest_marker("timeout"):
             item.add_marker(pytest.mark.timeout(PROCESS_TEST_TIMEOUT_S))
+        if (browser or starts_processes) and not item.get_closest_marker("flaky"):
+            item.add_marker(pytest.mark.flaky(reruns=1))
     items.sort(key=lambda item: "/e2e/" in str(item.path))
