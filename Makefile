@@ -5,7 +5,7 @@ PY := .venv/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run sandbox test test-durations lint typecheck bench bench-smoke bench-knowledge lighthouse conformance install assets static clean docs docs-build docs-serve
+.PHONY: run sandbox test test-pgvector test-durations lint typecheck bench bench-smoke bench-knowledge lighthouse conformance install assets static clean docs docs-build docs-serve
 
 # The interpreter: pyenv's 3.12 when present, else any python3.12 on PATH.
 BASE_PYTHON := $(shell (command -v pyenv >/dev/null && pyenv root >/dev/null 2>&1 && ls -d $$(pyenv root)/versions/$(PYTHON_VERSION)*/bin/python 2>/dev/null | tail -1) || command -v python$(PYTHON_VERSION))
@@ -82,6 +82,11 @@ test: install /usr/bin/chromium /usr/sbin/nginx .cache/sandbox/.installed
 	echo "== Lint and type check"; cat .cache/checks.log; \
 	if [ $$lint -ne 0 ]; then echo "Lint or type check failed"; fi; \
 	[ $$suite -eq 0 ] && [ $$lint -eq 0 ]
+
+# The knowledge tests against a PostgreSQL server with pgvector, started for the run from PyPI's
+# pgserver (tests/knowledge/pgvector_server.py): the path a production server with pgvector takes.
+test-pgvector: install
+	$(PY) -m tests.knowledge.pgvector_server -q
 
 # The suite runs its slowest files first (tests/ordering.py), by the seconds each took in a
 # recorded run: this target runs the suite and records them afresh in tests/durations.json.

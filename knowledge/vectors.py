@@ -10,9 +10,10 @@ exactly (cosine, a matrix product). Exact search over a base of 100 000 passages
 milliseconds once its matrix is read; reading it takes longer, and its memory is
 `passages × dimensions × 4` bytes per process, bounded by KNOWLEDGE_VECTOR_CACHE_MB.
 
-Why not an extension: sqlite-vec needs a Python whose sqlite3 module loads extensions (this
-build's does not) and pgvector a server that has it; both are exact scans too at this size
-unless an approximate index is built. See docs/operations/knowledge.md.
+On a PostgreSQL server with pgvector the same rows also carry an `embedding vector` column and
+the database ranks them (knowledge/pgvector.py): no process reads the vectors. sqlite-vec is not
+used: it needs a Python whose sqlite3 module loads extensions (this build's does not). See
+docs/operations/knowledge.md.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import numpy as np
 from django.conf import settings
 from django.db.models import Count, Max
 
+from . import pgvector
 from .models import Chunk, ChunkVector
 
 WRITE_BATCH = 500
@@ -54,6 +56,8 @@ def write(chunks: Iterable[Chunk], vectors: Sequence[Sequence[float]], space: st
     ]
     for start in range(0, len(rows), WRITE_BATCH):
         ChunkVector.objects.bulk_create(rows[start : start + WRITE_BATCH], ignore_conflicts=True)
+    if rows and pgvector.available():
+        pgvector.fill_chunks([row.chunk_id for row in rows], [unpack(row.vector) for row in rows])
     return len(rows)
 
 
@@ -138,6 +142,8 @@ def search(
     if not base_ids or not space:
         return []
     target = unpack(pack(query))
+    if pgvector.available():
+        return pgvector.search(target, base_ids, space, document_ids, limit)
     wanted = np.asarray(sorted(set(document_ids)), dtype=np.int64) if document_ids else None
     scores: list[Any] = []
     ids: list[Any] = []

@@ -15,7 +15,7 @@ from django.db import connection
 from agent import embeddings
 from agent.exceptions import ProviderError
 from agent.model_config import ModelConfig
-from knowledge import embedding, hybrid, retrieval, vectors
+from knowledge import embedding, hybrid, pgvector, retrieval, vectors
 from knowledge.models import Chunk, ChunkVector, RetrievalSettings
 
 pytestmark = pytest.mark.django_db
@@ -285,14 +285,63 @@ def test_the_card_summary_names_the_mode(user: Any, make_base: Any, add_document
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="the PostgreSQL store")
 def test_postgresql_without_pgvector_keeps_vectors_in_the_table(user: Any, make_base: Any, add_document: Any) -> None:
+    if pgvector.available():
+        pytest.skip("this PostgreSQL server has pgvector (the next test)")
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM pg_extension WHERE extname = 'vector'")
         assert cursor.fetchone()[0] == 0
+    assert "no pgvector" in pgvector.install()
     row = _configure()
     base = make_base(user)
     files = add_document(base, "files.md", DELETING)
     query = _embed(["erase"])[0]
     assert vectors.search(query, [base.pk], row.space) == [files.chunks.get().pk]
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the PostgreSQL store")
+def test_postgresql_with_pgvector_ranks_in_the_database_as_numpy_does(
+    user: Any, make_base: Any, add_document: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not pgvector.available():
+        pytest.skip("this PostgreSQL server has no pgvector (make test-pgvector brings one)")
+    row = _configure()
+    mine, other = make_base(user, "Mine"), make_base(user, "Other")
+    files = add_document(mine, "files.md", DELETING)
+    network = add_document(mine, "network.md", PROXY)
+    travel = add_document(mine, "travel.md", TRAVEL)
+    add_document(other, "files.md", DELETING)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*), count(embedding) FROM knowledge_chunkvector")
+        assert cursor.fetchone() == (4, 4)  # every row written got its pgvector column
+        # Vectors stored before the server had pgvector are filled in by `knowledge_pgvector`.
+        cursor.execute("UPDATE knowledge_chunkvector SET embedding = NULL")
+    assert "4 vector(s) filled in" in pgvector.install()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(embedding) FROM knowledge_chunkvector")
+        assert cursor.fetchone() == (4,)
+
+    questions = ["erase a file", "remove a file or a car", "network proxy settings", "holiday trip"]
+    searches = [
+        (query, bases, documents)
+        for query in _embed(questions)
+        for bases, documents in (([mine.pk], []), ([mine.pk, other.pk], []), ([mine.pk], [travel.pk, network.pk]))
+    ]
+    in_database = [vectors.search(q, b, row.space, d) for q, b, d in searches]
+    # The same searches scored by numpy in this process: the same passages in the same order.
+    monkeypatch.setattr(pgvector, "available", lambda: False)
+    vectors.forget()
+    assert in_database == [vectors.search(q, b, row.space, d) for q, b, d in searches]
+    assert in_database[0][0] == files.chunks.get().pk
+    monkeypatch.undo()
+
+    # A vector of another size (another model's) never compares; a deleted document leaves none.
+    assert vectors.search([1.0, 0.0], [mine.pk], row.space) == []
+    gone, document_id = files.chunks.get().pk, files.pk
+    files.delete()
+    assert gone not in vectors.search(_embed(["erase a file"])[0], [mine.pk], row.space)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM knowledge_chunkvector WHERE document_id = %s", [document_id])
+        assert cursor.fetchone()[0] == 0
 
 
 def test_the_admin_sets_the_model_keeps_the_key_secret_and_queues_the_reindex(
@@ -355,3 +404,16 @@ def test_a_starting_files_worker_queues_the_catch_up_only_with_a_model(
     with django_capture_on_commit_callbacks(execute=True):
         ingest.requeue_unfinished()
     assert sent == [embedding.EMBED_TASK]
+
+
+def test_the_pgvector_command_says_what_it_did() -> None:
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    out = StringIO()
+    call_command("knowledge_pgvector", stdout=out)
+    if connection.vendor != "postgresql":
+        assert "Not PostgreSQL: vectors are scored in each process." in out.getvalue()
+    else:
+        assert "pgvector" in out.getvalue()
