@@ -19,10 +19,11 @@ import pytest
 import redis
 
 from tests import database
+from tests.processes import BOOT_S
 
 # Each test boots five processes (web, three workers, beat) on a two-core machine the suite's
 # other workers share: minutes at worst, not a hang.
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -122,11 +123,11 @@ def test_serve_restarts_dead_processes_and_keeps_redis_data(served: Any) -> None
     # A killed worker is started again; the web process and Redis stay up meanwhile.
     worker = _child(process.pid, "--queues celery")
     os.kill(worker, signal.SIGKILL)
-    _wait(lambda: "The worker exited (signal 9); restarting it" in log.read_text(), 15, "the restart notice")
+    _wait(lambda: "The worker exited (signal 9); restarting it" in log.read_text(), 60, "the restart notice")
     assert _answers(url + "/login/")
     _wait(
         lambda: any("--queues celery" in c for p, c in _children(process.pid).items() if p != worker),
-        30,
+        BOOT_S,
         "a new worker",
     )
     assert _child(process.pid, "--queues files") == files_worker  # untouched
@@ -134,8 +135,8 @@ def test_serve_restarts_dead_processes_and_keeps_redis_data(served: Any) -> None
     # A killed web process too.
     web = _child(process.pid, "config.web")
     os.kill(web, signal.SIGKILL)
-    _wait(lambda: "The web process exited (signal 9)" in log.read_text(), 15, "the web restart notice")
-    _wait(lambda: _answers(url + "/login/"), 60, "the web process to answer again")
+    _wait(lambda: "The web process exited (signal 9)" in log.read_text(), 60, "the web restart notice")
+    _wait(lambda: _answers(url + "/login/"), BOOT_S, "the web process to answer again")
 
     # The embedded Redis keeps its data across a crash of its own (append-only file).
     sock = var / "redis" / "redis.sock"
@@ -143,7 +144,7 @@ def test_serve_restarts_dead_processes_and_keeps_redis_data(served: Any) -> None
     client.set("tessera:test:kept", "yes")
     time.sleep(1.5)  # the append-only file is synced every second
     os.kill(_child(process.pid, "redis-server"), signal.SIGKILL)
-    _wait(lambda: "The embedded Redis exited" in log.read_text(), 15, "the Redis restart notice")
+    _wait(lambda: "The embedded Redis exited" in log.read_text(), 60, "the Redis restart notice")
 
     def kept() -> bool:
         try:
@@ -151,7 +152,7 @@ def test_serve_restarts_dead_processes_and_keeps_redis_data(served: Any) -> None
         except redis.RedisError:
             return False
 
-    _wait(kept, 30, "Redis to come back with its data")
+    _wait(kept, 60, "Redis to come back with its data")
     assert process.poll() is None
 
     # SIGTERM stops everything, Redis last.
@@ -175,7 +176,7 @@ def test_ctrl_c_stops_everything_without_a_traceback(tmp_path: Path, when: str, 
             # A web process started afresh is still importing Django and the app (seconds) when
             # the signal comes.
             os.kill(_child(process.pid, "config.web"), signal.SIGKILL)
-            _wait(lambda: "Restarting the web process." in log.read_text(), 15, "the restart")
+            _wait(lambda: "Restarting the web process." in log.read_text(), 60, "the restart")
         children = _children(process.pid)
         os.killpg(process.pid, signal.SIGINT)
         # Four processes (web, turn, files and sandbox workers) may all be mid start-up on two
