@@ -10,6 +10,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 from cryptography.fernet import Fernet, InvalidToken
@@ -214,6 +215,12 @@ def _stored_secrets_changed(**_: Any) -> None:
         except ValueError:  # not there yet
             shared.add(GENERATION_KEY, 1, timeout=None)
     except Exception as exc:  # the cache is advice here: the saving process registered the value itself
-        # One line, no traceback: with no Redis running (a `migrate` or a seed before the
-        # services start) this is expected, and nothing else reads the announcement then.
-        log.warning("Could not announce a changed secret to other processes: %s", exc)
+        # One line, no traceback. The embedded Redis not started yet (`make run`'s set-up before
+        # `serve`) means no other process is running to be told: nothing worth a warning.
+        url = str(settings.REDIS_URL)
+        embedded_down = url.startswith("unix://") and not Path(url.removeprefix("unix://").split("?")[0]).exists()
+        log.log(
+            logging.DEBUG if embedded_down else logging.WARNING,
+            "Could not announce a changed secret to other processes: %s",
+            exc,
+        )

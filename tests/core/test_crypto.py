@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 import pytest
@@ -134,6 +135,30 @@ def test_every_stored_secret_is_registered_before_results_are_redacted() -> None
     # Each value of a document counts on its own (a server echoes one variable, or the token
     # without its scheme); the rest of the document does not.
     assert redact.redact(text) == " ".join([redact.REDACTED] * 4) + " Bearer read write"
+
+
+@pytest.mark.parametrize(
+    ("redis_url", "level"),
+    [("unix:///nonexistent/redis.sock", "DEBUG"), ("redis://127.0.0.1:1/0", "WARNING")],
+)
+def test_an_announcement_nobody_can_hear_is_not_a_warning(
+    redis_url: str, level: str, settings: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # `make run` saves secrets before `serve` starts the embedded Redis: no process to tell.
+    from django.core.cache import cache
+
+    from core import crypto
+
+    def down(*args: Any, **kwargs: Any) -> None:
+        raise ConnectionError("no Redis")
+
+    settings.REDIS_URL = redis_url
+    monkeypatch.setattr(cache, "incr", down)
+    monkeypatch.setattr(cache, "add", down)
+    with caplog.at_level(logging.DEBUG, logger="core.crypto"):
+        crypto._stored_secrets_changed()
+    (record,) = [r for r in caplog.records if "Could not announce" in r.getMessage()]
+    assert record.levelname == level
 
 
 @pytest.mark.django_db
