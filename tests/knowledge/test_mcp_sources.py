@@ -119,3 +119,23 @@ def test_resources_are_picked_from_the_servers_list_all_or_none(
     assert picked.status_code == 302
     references = sorted(Document.objects.filter(base=base).values_list("reference", flat=True))
     assert references == ["mcp:ns:images://pixel", "mcp:ns:notes://today"]
+
+
+def test_picking_too_many_or_listing_too_often_is_a_clear_4xx(
+    server: Any, user: Any, make_base: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from knowledge import views
+
+    monkeypatch.setattr(views, "LISTS_PER_MINUTE", 2)  # each listing asks the server: seconds here
+    base = make_base(user)
+    client = Client()
+    client.force_login(user)
+    add = reverse("knowledge:add_resource", args=[base.pk])
+    many = [f"notes://n{n}" for n in range(ingest.MAX_RESOURCES_AT_ONCE + 1)]
+    refused = client.post(add, {"server": "ns", "uri": many})
+    assert refused.status_code == 400 and "at most" in refused.content.decode()
+    assert not Document.objects.filter(base=base).exists()
+
+    url = reverse("knowledge:resource_list", args=[base.pk])
+    codes = [client.get(url, {"server": "ns"}).status_code for _ in range(3)]
+    assert codes == [200, 200, 429]
