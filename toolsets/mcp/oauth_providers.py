@@ -142,11 +142,22 @@ class Provider(OAuthClientProvider):
 
     async def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
         flow = super()._auth_flow(request)
+        refreshed = False
         try:
             outgoing = await flow.__anext__()
             while True:
                 response = yield outgoing
                 if response.request.url == request.url:
+                    if response.status_code == 401 and not refreshed and self._may_refresh(outgoing):
+                        # A token we hold as valid was refused: it expired early (the server's
+                        # clock or rounding) or the server dropped it while the grant lives on.
+                        # The refresh token heals that once; the SDK's answer to any 401 is a
+                        # new authorization, which a worker cannot do, and the user would be
+                        # told to connect again for nothing.
+                        refreshed = True
+                        if await self._handle_refresh_response((yield await self._refresh_token())):
+                            self._add_auth_header(request)
+                            response = yield request
                     self.refused_with = response.status_code if response.status_code in (401, 403) else 0
                 outgoing = await flow.asend(response)
         except StopAsyncIteration:
@@ -155,6 +166,16 @@ class Provider(OAuthClientProvider):
             # Closed early (a failed or cancelled request): the SDK's flow holds its lock until
             # it is closed too.
             await flow.aclose()
+
+    def _may_refresh(self, sent: httpx2.Request) -> bool:
+        """Whether a 401 to `sent` is worth one refresh: it carried the access token we hold,
+        and we hold a refresh token for it."""
+        tokens = self.context.current_tokens
+        return (
+            tokens is not None
+            and self.context.can_refresh_token()
+            and sent.headers.get("Authorization") == f"Bearer {tokens.access_token}"
+        )
 
     failure = ""
 

@@ -132,6 +132,43 @@ def test_a_listing_whose_grant_ended_asks_to_connect_again(oauth_server: MCPServ
     assert "connect again" in str(refused), refused
 
 
+def test_a_refused_access_token_is_refreshed_once_not_reported_as_a_lost_grant(
+    oauth_server: MCPServer, user: Any
+) -> None:
+    """A server may refuse an access token before the time it gave (its clock, its rounding, or
+    it dropped the token) while the grant lives on: one refresh heals that, the call goes
+    through and the grant stays. A token the refresh cannot replace still ends the grant."""
+    from toolsets.mcp.catalog import ServerSpec
+    from toolsets.mcp.client import access_for
+    from toolsets.mcp.connection import Connection
+
+    browser = Client()
+    browser.force_login(user)
+    _callback(browser, _connect(browser))
+    spec = ServerSpec.of(oauth_server)
+
+    async def refused_once() -> tuple[list[str], str]:
+        connection = Connection(spec, access_for(spec, user.pk, ""))
+        try:
+            await connection.list_tools(10)
+            provider = connection._provider
+            assert provider is not None and provider.context.current_tokens is not None
+            # The server no longer knows the access token, though we think it has long to live.
+            provider.context.current_tokens.access_token = "dropped-by-the-server"
+            provider.context.token_expiry_time = time.time() + 3600
+            listed = [tool["name"] for tool in await connection.list_tools(10)]
+            return listed, provider.context.current_tokens.access_token
+        finally:
+            await connection.close()
+
+    listed, token = async_to_sync(refused_once)()
+    assert listed == ["whoami"]
+    assert token.startswith("access-")
+    grant = OAuthGrant.objects.get(server=oauth_server, user=user)
+    assert grant.connected and token in grant.tokens
+    assert availability.for_user(user.pk)["mcp_oa"].usable
+
+
 def test_the_tokens_are_stored_encrypted(oauth_server: MCPServer, user: Any) -> None:
     from django.db import connection
 
