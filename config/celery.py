@@ -16,6 +16,21 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
 
+@app.on_after_configure.connect
+def _redbeat_names(sender: Celery, **kwargs: object) -> None:
+    """RedBeat (beat's scheduler) looks for its settings by their own names, not by Celery's
+    namespace (where it finds the values but warns that it fell back to the broker's)."""
+    from django.conf import settings
+
+    sender.conf.update(
+        redbeat_redis_url=settings.CELERY_REDBEAT_REDIS_URL,
+        redbeat_redis_options={},
+        redbeat_key_prefix=settings.CELERY_REDBEAT_KEY_PREFIX,
+        redbeat_lock_key="lock",
+        redbeat_lock_timeout=settings.CELERY_REDBEAT_LOCK_TIMEOUT,
+    )
+
+
 def runs_turns(app: Celery) -> bool:
     """Whether this worker may be handed turns: any worker but one that consumes only the files
     or sandbox queues (that one gets no turn loop, no reaper, no heartbeat telling /readyz a turn

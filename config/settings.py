@@ -728,6 +728,14 @@ _redact.register(_email_password)
 # The beat process sends one `automations.tick` this often; each tick starts the slots that came
 # due (automations/scheduler.py). A slot therefore starts at most this late.
 AUTOMATIONS_TICK_S = env_float("AUTOMATIONS_TICK_S", 10.0)
+# Beat's scheduler is RedBeat: its entries and a lock live in Redis, so every host may run a beat
+# (one holds the lock and sends; the others wait) and a standby takes over at most
+# BEAT_LOCK_TIMEOUT_S after the active one dies. It checks its schedule at least every 5 s.
+CELERY_BEAT_SCHEDULER = "redbeat.RedBeatScheduler"
+CELERY_BEAT_MAX_LOOP_INTERVAL = 5
+CELERY_REDBEAT_REDIS_URL = REDIS_URL
+CELERY_REDBEAT_KEY_PREFIX = "tessera:beat:"
+CELERY_REDBEAT_LOCK_TIMEOUT = env_int("TESSERA_BEAT_LOCK_TIMEOUT_S", 30, minimum=2)
 CELERY_BEAT_SCHEDULE = {
     "automations-tick": {"task": "automations.tick", "schedule": AUTOMATIONS_TICK_S},
     # Knowledge documents read from MCP resources, checked again (knowledge/refresh.py).

@@ -19,9 +19,10 @@ def worker_command(*, concurrency: int | str, hostname: str, queues: tuple[str, 
 
 
 def beat_command() -> list[str]:
-    """Celery beat with the in-memory scheduler: its one entry (the automations' tick, in
-    settings) needs no schedule file; what is due lives in the database (automations/)."""
-    return [sys.executable, "-m", "celery", "-A", "config", "beat", "--scheduler", "celery.beat:Scheduler",
+    """Celery beat with RedBeat's scheduler (config/settings.py): its entries (the automations'
+    tick and the knowledge refresh) and a lock in Redis, so no schedule file, and a second beat
+    waits as a standby. What is due lives in the database (automations/)."""
+    return [sys.executable, "-m", "celery", "-A", "config", "beat", "--scheduler", "redbeat.RedBeatScheduler",
             "--loglevel", "INFO"]  # fmt: skip
 
 

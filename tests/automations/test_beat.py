@@ -1,8 +1,9 @@
 """Real Celery beat and worker processes (their own Redis, the test's database): a per-minute
 automation runs at each of its minutes — time moved through the scheduler's clock file, never
-waited for — once each with two beat processes; a slot missed while no beat ran follows the
-policy (the latest runs once, older ones skipped); a worker killed mid-run leaves one retry and
-no duplicate."""
+waited for — once each with two beat processes (one holds RedBeat's lock, the other stands by
+and takes over when the first is killed); a slot missed while no beat ran follows the policy
+(the latest runs once, older ones skipped); a worker killed mid-run leaves one retry and no
+duplicate."""
 
 from __future__ import annotations
 
@@ -42,7 +43,12 @@ def stack(tmp_path: Path) -> Iterator[tuple[Processes, Clock, dict[str, str]]]:
     processes = Processes(tmp_path / "procs")
     processes.start_redis()
     clock = Clock(tmp_path / "clock")
-    env = {"TESSERA_AUTOMATIONS_CLOCK_FILE": str(clock.path), "AUTOMATIONS_TICK_S": "0.5"}
+    env = {
+        "TESSERA_AUTOMATIONS_CLOCK_FILE": str(clock.path),
+        "AUTOMATIONS_TICK_S": "0.5",
+        # A killed beat's lock outlives it this long before the standby takes over.
+        "TESSERA_BEAT_LOCK_TIMEOUT_S": "3",
+    }
     try:
         yield processes, clock, env
     finally:
@@ -77,30 +83,45 @@ def test_minutes_run_once_each_with_two_beats_and_missed_slots_follow_the_policy
     processes.worker(concurrency=4, **env)
     beats = [processes.spawn(beat_command(), f"beat-{i}", **env) for i in range(2)]
     wait_until(processes.worker_alive, 240, "the worker did not start")
-    time.sleep(2)  # both beats ticking at the clock's 10:00:30: nothing is due
+    holders = wait_until(lambda: _holders(processes, 2), 120, "no beat took the lock")
+    time.sleep(2)  # the beat with the lock ticking at the clock's 10:00:30: nothing is due
     assert _runs(a) == []
+    assert _holders(processes, 2) == holders and len(holders) == 1  # the other one stands by
 
     clock.set(T0 + timedelta(minutes=1))
     wait_until(lambda: _settled(a, 1), 180, "the 10:01 run did not finish")
     clock.set(T0 + timedelta(minutes=2))
     wait_until(lambda: _settled(a, 2), 180, "the 10:02 run did not finish")
-    time.sleep(3)  # a dozen more ticks from two beats at 10:02:30
+    time.sleep(3)  # a few more ticks at 10:02:30
     assert _runs(a) == [(1, "completed", 0, 1), (2, "completed", 0, 1)]
     assert all(Turn.objects.filter(chat=r.chat).count() == 1 for r in AutomationRun.objects.all())
 
+    # The beat with the lock dies without a word: the standby takes over once the lock runs out.
+    active, standby = beats[holders[0]], beats[1 - holders[0]]
+    active.send_signal(signal.SIGKILL)
+    active.wait(timeout=10)
+    clock.set(T0 + timedelta(minutes=3))
+    wait_until(lambda: _settled(a, 3), 180, "the standby beat did not take over")
+    assert _holders(processes, 2) == [0, 1]
+    assert _runs(a)[-1] == (3, "completed", 0, 1)
+
     # Downtime: no beat while the clock passes five slots; then one beat comes back.
-    for beat in beats:
-        beat.send_signal(signal.SIGTERM)
-        beat.wait(timeout=30)
-    clock.set(T0 + timedelta(minutes=7))
+    standby.send_signal(signal.SIGTERM)
+    standby.wait(timeout=30)
+    clock.set(T0 + timedelta(minutes=8))
     time.sleep(2)
-    assert len(_runs(a)) == 2
+    assert len(_runs(a)) == 3
     processes.spawn(beat_command(), "beat-again", **env)
-    wait_until(lambda: _settled(a, 3), 180, "the missed slot did not run")
+    wait_until(lambda: _settled(a, 4), 180, "the missed slot did not run")
     time.sleep(2)
-    assert _runs(a)[-1] == (7, "completed", 4, 1) and len(_runs(a)) == 3
+    assert _runs(a)[-1] == (8, "completed", 4, 1) and len(_runs(a)) == 4
     a.refresh_from_db()
-    assert a.next_slot == datetime(2026, 11, 28, 10, 8, tzinfo=UTC)
+    assert a.next_slot == datetime(2026, 11, 28, 10, 9, tzinfo=UTC)
+
+
+def _holders(processes: Processes, count: int) -> list[int]:
+    """Which of beat-0 … beat-<count-1> have held RedBeat's lock, by their logs."""
+    return [i for i in range(count) if "Acquired lock" in processes.log(f"beat-{i}").read_text(errors="replace")]
 
 
 def test_a_worker_killed_mid_run_gives_one_retry_and_no_duplicate(

@@ -140,8 +140,9 @@ class Command(BaseCommand):
                 queues=(settings.SANDBOX_QUEUE, direct_queue(settings.SANDBOX_QUEUE, node)),
             )
             processes.append(Supervised("sandbox worker", lambda: _spawn(sandboxes, env), log=self.say))
-            # One beat process sends the automations' tick (automations/scheduler.py): its state is
-            # the database, so a restart loses nothing and a second beat would start nothing twice.
+            # Beat sends the automations' tick (automations/scheduler.py). What is due is in the
+            # database, so a restart loses nothing; its lock in Redis (RedBeat) makes a beat on
+            # another host wait rather than send too.
             processes.append(Supervised("beat", lambda: _spawn(beat_command(), env), log=self.say))
         web = web_command(host=options["host"], port=options["port"])
         processes.append(Supervised("web process", lambda: _spawn(web, env), log=self.say))
