@@ -3,6 +3,7 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -133,6 +134,16 @@ def _clean_redis(_redis_cleaner: Any) -> None:
     # Database ids restart between tests, so a turn's live state from an earlier test could be
     # mistaken for a new turn's.
     _redis_cleaner()
+
+
+@pytest.fixture(autouse=True)
+def _close_pooled_mcp_connections() -> Iterator[None]:
+    """The MCP connections a test's web requests pooled on this process's lasting loop
+    (toolsets.mcp.client.on_lasting_loop) end with it, stdio servers stopped, as its servers do."""
+    yield
+    client = sys.modules.get("toolsets.mcp.client")
+    if client is not None:
+        client.close_lasting()
 
 
 @pytest.fixture

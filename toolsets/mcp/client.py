@@ -25,9 +25,12 @@ transports) in its dual-era mode: each server is spoken to in the newest revisio
 from __future__ import annotations
 
 import asyncio
+import atexit
 import hashlib
+import logging
+import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import Any
@@ -51,9 +54,12 @@ __all__ = [
     "describe",
     "discover",
     "leaves",
+    "on_lasting_loop",
     "pool",
     "read_resource",
 ]
+
+log = logging.getLogger(__name__)
 
 IDLE_CLOSE_S = 600.0
 MAX_CONNECTIONS = 64
@@ -105,13 +111,14 @@ async def call_tool(spec: ServerSpec, name: str, arguments: dict[str, Any], ctx:
 
 async def read_resource(spec: ServerSpec, uri: str, user_id: int, token: str) -> list[dict[str, Any]]:
     """A resource's contents as `user_id` may read them (with their credential), each shaped
-    like a tool's content block (`results.shape`). A connection of its own, closed after: a web
-    request has no lasting event loop to pool one in."""
-    connection = Connection(spec, access_for(spec, user_id, token))
-    try:
-        raw = await connection.read_resource(uri, spec.timeout_s)
-    finally:
-        await connection.close()
+    like a tool's content block (`results.shape`), read on the pooled connection for that access
+    on the process's lasting loop (`on_lasting_loop`)."""
+    access = access_for(spec, user_id, token)
+
+    async def pooled() -> dict[str, Any]:
+        return await pool().connection(spec, access).read_resource(uri, spec.timeout_s)
+
+    raw = await on_lasting_loop(pooled)
     found = raw.get("contents")
     contents: list[Any] = found if isinstance(found, list) else []
     shaped = results.shape({"content": [{"type": "resource", "resource": c} for c in contents]}, server=spec.toolset_id)
@@ -154,7 +161,8 @@ def pool() -> Pool:
     loop = asyncio.get_running_loop()
     found = _pools.get(loop)
     if found is None:
-        found = _pools[loop] = Pool()
+        # The lasting loop of a web process closes idle stdio servers too (see below).
+        found = _pools[loop] = Pool(idle_stdio=loop is _lasting)
     return found
 
 
@@ -166,7 +174,8 @@ async def close_all() -> None:
 
 
 class Pool:
-    def __init__(self) -> None:
+    def __init__(self, *, idle_stdio: bool = False) -> None:
+        self.idle_stdio = idle_stdio
         self.connections: dict[tuple[int, str], Connection] = {}
         self._closing: set[asyncio.Task[None]] = set()
 
@@ -182,9 +191,14 @@ class Pool:
         return made
 
     def _tidy(self) -> None:
+        """Closes idle connections past IDLE_CLOSE_S, and the oldest idle ones over
+        MAX_CONNECTIONS. A worker keeps its stdio servers (one child process per server, started
+        again only when it dies); the lasting loop of a web process closes them too."""
         loop = asyncio.get_running_loop()
         idle = sorted(
-            (c.last_used, key) for key, c in self.connections.items() if c.active == 0 and c.spec.transport != "stdio"
+            (c.last_used, key)
+            for key, c in self.connections.items()
+            if c.active == 0 and (self.idle_stdio or c.spec.transport != "stdio")
         )
         for last_used, key in idle:
             if loop.time() - last_used > IDLE_CLOSE_S or len(self.connections) >= MAX_CONNECTIONS:
@@ -200,6 +214,72 @@ class Pool:
     async def close(self) -> None:
         connections, self.connections = list(self.connections.values()), {}
         await asyncio.gather(*(c.close() for c in connections), *self._closing, return_exceptions=True)
+
+
+# --- The lasting loop of processes that have none ------------------------------------------------
+#
+# The web processes (the composer's prompt and resource pickers, argument completion, reading a
+# resource, a knowledge base's "List its resources") and the files worker's threads run each
+# request on a short-lived loop. A connection of its own per request meant, for a stdio server, a
+# new child process per keystroke of argument completion (about 0.8 s of CPU to start the SDK's
+# server before it answers) and, for a remote one, a new session each time. Their requests run on
+# one lasting loop per process instead, where connections are pooled as a worker's are; idle
+# ones, stdio servers included, are closed after IDLE_CLOSE_S.
+
+# How often the lasting loop closes the connections idle too long.
+TIDY_EVERY_S = 60.0
+
+_lasting: asyncio.AbstractEventLoop | None = None
+_lasting_lock = threading.Lock()
+
+
+def lasting_loop() -> asyncio.AbstractEventLoop:
+    """The process's lasting loop, started on first use in a daemon thread."""
+    global _lasting
+    with _lasting_lock:
+        if _lasting is None or _lasting.is_closed():
+            made = asyncio.new_event_loop()
+            threading.Thread(target=made.run_forever, name="mcp-connections", daemon=True).start()
+            made.call_soon_threadsafe(made.call_later, TIDY_EVERY_S, _tidy_lasting, made)
+            atexit.register(close_lasting)
+            _lasting = made
+        return _lasting
+
+
+async def on_lasting_loop[T](make: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """`make()` run on the lasting loop, where its connections are pooled and outlive the
+    request. Cancelling the caller (a request the browser abandoned) cancels it there too."""
+    target = lasting_loop()
+    if asyncio.get_running_loop() is target:
+        return await make()
+    return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(make(), target))
+
+
+def close_lasting(timeout: float = 10.0) -> None:
+    """Closes the lasting loop's connections (stdio servers are stopped); the loop stays for
+    the next request. At exit, and after each test that used it."""
+    with _lasting_lock:
+        found = _lasting
+    if found is None or found.is_closed() or not found.is_running():
+        return
+    try:
+        asyncio.run_coroutine_threadsafe(close_all(), found).result(timeout)
+    except Exception:  # a server that will not stop: the process ends anyway
+        log.warning("Closing the pooled MCP connections took longer than %s s", timeout)
+
+
+def _tidy_lasting(target: asyncio.AbstractEventLoop) -> None:
+    try:
+        close_idle(target)
+    finally:
+        target.call_later(TIDY_EVERY_S, _tidy_lasting, target)
+
+
+def close_idle(target: asyncio.AbstractEventLoop) -> None:
+    """Closes the connections of `target`'s pool (run on it) idle too long."""
+    found = _pools.get(target)
+    if found is not None:
+        found._tidy()
 
 
 # --- Discovery (the admin's "Test connection / refresh tools") ---------------------------------

@@ -1,6 +1,6 @@
 """The pieces the composer's prompt and resource pickers share: which servers a chat may use,
-lists cached by the server's hints, and requests made on a connection of their own (a web request
-has no lasting event loop to pool one in). Everything a server returns is untrusted."""
+lists cached by the server's hints, and requests made on the process's pooled connections (on
+its lasting loop: `client.on_lasting_loop`). Everything a server returns is untrusted."""
 
 from __future__ import annotations
 
@@ -15,8 +15,7 @@ from toolsets import availability
 from toolsets.base import ToolFailure
 
 from .catalog import ServerSpec
-from .client import access_for
-from .connection import Connection
+from .client import access_for, on_lasting_loop, pool
 from .errors import describe
 from .models import MCPServer
 
@@ -64,18 +63,22 @@ def source(user_id: int, selection: Any, slug: str) -> Source | None:
 
 
 async def request(found: Source, user_id: int, send: Callable[[Any], Awaitable[Any]]) -> dict[str, Any]:
-    """One request to the server with the user's own access, on a connection of its own, with
-    the connection's retry of a lost session and its readable failures (ToolFailure). The
-    result comes back dumped to JSON (camelCase keys, as on the wire)."""
-    connection = Connection(found.spec, access_for(found.spec, user_id, found.api_key))
-    try:
-        return await connection._request(send, found.spec.timeout_s)
-    except ToolFailure:
-        raise
-    except Exception as exc:  # a malformed answer, a broken stream: the user's request fails
-        raise ToolFailure(f"{found.spec.name}: the request failed ({describe(exc)}).") from None
-    finally:
-        await connection.close()
+    """One request to the server with the user's own access, on the pooled connection for that
+    access (see `client.on_lasting_loop`), with the connection's retry of a lost session and its readable
+    failures (ToolFailure). The result comes back dumped to JSON (camelCase keys, as on the
+    wire)."""
+    access = access_for(found.spec, user_id, found.api_key)
+
+    async def pooled() -> dict[str, Any]:
+        connection = pool().connection(found.spec, access)
+        try:
+            return await connection._request(send, found.spec.timeout_s)
+        except ToolFailure:
+            raise
+        except Exception as exc:  # a malformed answer, a broken stream: the user's request fails
+            raise ToolFailure(f"{found.spec.name}: the request failed ({describe(exc)}).") from None
+
+    return await on_lasting_loop(pooled)
 
 
 async def cached_list(found: Source, user_id: int, method: str, key: str) -> list[dict[str, Any]]:

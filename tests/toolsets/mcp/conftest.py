@@ -136,7 +136,13 @@ class Restartable:
     def stop(self) -> None:
         if self.process is not None:
             self.process.terminate()
-            self.process.wait(5)
+            try:
+                self.process.wait(5)
+            except subprocess.TimeoutExpired:
+                # A graceful shutdown waits for open streams (a pooled client's, in this process,
+                # closes at the test's end): gone is gone either way.
+                self.process.kill()
+                self.process.wait(5)
             self.process = None
 
     def restart(self) -> None:

@@ -5,8 +5,10 @@ over stdio. The views are the chat owner's, for servers the chat selected and th
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -283,3 +285,51 @@ def test_a_server_that_went_away_is_a_clear_502_and_the_menu_says_so(transaction
     attached = client.post(f"/toolsets/mcp/chats/{chat.pk}/gone/attach/", {"uri": "notes://today"})
     assert attached.status_code in (409, 502)
     assert not Turn.objects.filter(chat=chat).exists() and not Attachment.objects.exists()
+
+
+def _children_running(script: Path) -> list[int]:
+    """This process's children running `script` (the stdio servers it started)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            command = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue  # ended meanwhile
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        if parent == os.getpid() and str(script).encode() in command:
+            found.append(int(entry.name))
+    return found
+
+
+def test_a_pickers_requests_share_one_pooled_server_closed_once_idle(prompt_server: Any, user: Any) -> None:
+    """Each request of the pickers (menu, prompt, completion, attach) used to start a stdio server
+    of its own. They now share one pooled connection on the process's lasting loop: one server
+    process for every request, stopped when the connection has been idle too long."""
+    from toolsets.mcp import client as mcp
+
+    chat = _chat(user, "mcp_ps")
+    browser = _client(user)
+    assert "/review" in browser.get(f"/toolsets/mcp/chats/{chat.pk}/prompts/").content.decode()
+    first = _children_running(PROMPT_SERVER)
+    assert len(first) == 1
+    for language in ("perl", "rust", "go"):
+        used = browser.post(
+            f"/toolsets/mcp/chats/{chat.pk}/ps/prompt/use/", {"name": "review", "arg.language": language}
+        )
+        assert used.json()["draft"].startswith(f"Review this {language} code")
+    assert browser.post(f"/toolsets/mcp/chats/{chat.pk}/ps/attach/", {"uri": "notes://today"}).status_code == 201
+    assert _children_running(PROMPT_SERVER) == first
+
+    # Idle past the limit: the lasting loop's next tidy stops the server.
+    loop = mcp.lasting_loop()
+    (connection,) = mcp._pools[loop].connections.values()
+    connection.last_used -= mcp.IDLE_CLOSE_S + 1
+    loop.call_soon_threadsafe(mcp.close_idle, loop)
+    deadline = time.monotonic() + 10
+    while _children_running(PROMPT_SERVER) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _children_running(PROMPT_SERVER) == []
+    assert not mcp._pools[loop].connections
