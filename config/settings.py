@@ -730,12 +730,14 @@ _redact.register(_email_password)
 AUTOMATIONS_TICK_S = env_float("AUTOMATIONS_TICK_S", 10.0)
 # Beat's scheduler is RedBeat: its entries and a lock live in Redis, so every host may run a beat
 # (one holds the lock and sends; the others wait) and a standby takes over at most
-# BEAT_LOCK_TIMEOUT_S after the active one dies. It checks its schedule at least every 5 s.
+# TESSERA_BEAT_LOCK_TIMEOUT_S after the active one dies. The active beat renews its lock each
+# time it wakes, at least every 5 s and at least three times per lock lifetime, so a short lock
+# never runs out between two renewals.
 CELERY_BEAT_SCHEDULER = "redbeat.RedBeatScheduler"
-CELERY_BEAT_MAX_LOOP_INTERVAL = 5
 CELERY_REDBEAT_REDIS_URL = REDIS_URL
 CELERY_REDBEAT_KEY_PREFIX = "tessera:beat:"
-CELERY_REDBEAT_LOCK_TIMEOUT = env_int("TESSERA_BEAT_LOCK_TIMEOUT_S", 30, minimum=2)
+CELERY_REDBEAT_LOCK_TIMEOUT = env_int("TESSERA_BEAT_LOCK_TIMEOUT_S", 30, minimum=3)
+CELERY_BEAT_MAX_LOOP_INTERVAL = max(1, min(5, CELERY_REDBEAT_LOCK_TIMEOUT // 3))
 CELERY_BEAT_SCHEDULE = {
     "automations-tick": {"task": "automations.tick", "schedule": AUTOMATIONS_TICK_S},
     # Knowledge documents read from MCP resources, checked again (knowledge/refresh.py).
