@@ -305,3 +305,22 @@ def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
         if (browser or starts_processes) and not item.get_closest_marker("flaky"):
             item.add_marker(pytest.mark.flaky(reruns=1))
     items.sort(key=lambda item: "/e2e/" in str(item.path))
+
+
+# Why each rerun test failed its first try: pytest-rerunfailures lists only their names, and a
+# rerun in CI is a bug to look at (see above) that the log must explain.
+_rerun_reasons: list[tuple[str, str]] = []
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.outcome == "rerun":  # type: ignore[comparison-overlap]  # the plugin's own outcome
+        lines = (report.longreprtext or "").splitlines()
+        _rerun_reasons.append((f"{report.nodeid} ({report.when})", "\n".join(lines[-40:])))
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if _rerun_reasons:
+        terminalreporter.section("why tests were rerun (the end of each first try's failure)")
+        for name, reason in _rerun_reasons:
+            terminalreporter.write_line(f"--- {name}")
+            terminalreporter.write_line(reason)
