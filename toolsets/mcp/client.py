@@ -161,8 +161,8 @@ def pool() -> Pool:
     loop = asyncio.get_running_loop()
     found = _pools.get(loop)
     if found is None:
-        # The lasting loop of a web process closes idle stdio servers too (see below).
-        found = _pools[loop] = Pool(idle_stdio=loop is _lasting)
+        # The lasting loop's pool serves requests only (see below).
+        found = _pools[loop] = Pool(requests_only=loop is _lasting)
     return found
 
 
@@ -174,8 +174,10 @@ async def close_all() -> None:
 
 
 class Pool:
-    def __init__(self, *, idle_stdio: bool = False) -> None:
-        self.idle_stdio = idle_stdio
+    def __init__(self, *, requests_only: bool = False) -> None:
+        # A pool for requests only (a web process's) closes idle stdio servers too, and leaves
+        # the servers' announcements to the workers' connections.
+        self.requests_only = requests_only
         self.connections: dict[tuple[int, str], Connection] = {}
         self._closing: set[asyncio.Task[None]] = set()
 
@@ -187,7 +189,7 @@ class Pool:
         if found is not None:
             self._retire(key)  # the admin changed the server: connect again with the new settings
         self._tidy()
-        made = self.connections[key] = Connection(spec, access)
+        made = self.connections[key] = Connection(spec, access, watches=not self.requests_only)
         return made
 
     def _tidy(self) -> None:
@@ -198,7 +200,7 @@ class Pool:
         idle = sorted(
             (c.last_used, key)
             for key, c in self.connections.items()
-            if c.active == 0 and (self.idle_stdio or c.spec.transport != "stdio")
+            if c.active == 0 and (self.requests_only or c.spec.transport != "stdio")
         )
         for last_used, key in idle:
             if loop.time() - last_used > IDLE_CLOSE_S or len(self.connections) >= MAX_CONNECTIONS:
@@ -224,7 +226,8 @@ class Pool:
 # new child process per keystroke of argument completion (about 0.8 s of CPU to start the SDK's
 # server before it answers) and, for a remote one, a new session each time. Their requests run on
 # one lasting loop per process instead, where connections are pooled as a worker's are; idle
-# ones, stdio servers included, are closed after IDLE_CLOSE_S.
+# ones, stdio servers included, are closed after IDLE_CLOSE_S. They act on no announcement of the
+# server (tools or resources changed): the workers' connections do, once, as before.
 
 # How often the lasting loop closes the connections idle too long.
 TIDY_EVERY_S = 60.0

@@ -58,9 +58,13 @@ class Access:
 
 
 class Connection:
-    def __init__(self, spec: ServerSpec, access: Access) -> None:
+    def __init__(self, spec: ServerSpec, access: Access, *, watches: bool = True) -> None:
         self.spec = spec
         self.access = access
+        # Whether the server's announcements (tools or resources changed) are acted on here: by
+        # a worker's connections, not by the ones a web process keeps for its pickers' requests,
+        # which would only repeat the workers' refreshes (see client.on_lasting_loop).
+        self.watches = watches
         self.client: Client | None = None
         self.closed = False
         self.active = 0
@@ -288,7 +292,7 @@ class Connection:
                 async with AsyncExitStack() as stack:
                     async with asyncio.timeout(CONNECT_TIMEOUT_S):
                         client = await stack.enter_async_context(self._client(stack))
-                    if changes.listens(client):
+                    if self.watches and changes.listens(client):
                         # Listening before the first call: a change that call causes is seen.
                         listening = asyncio.Event()
                         listener = loop.create_task(
@@ -383,10 +387,13 @@ class Connection:
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, types.ToolListChangedNotification):
-            self._tools_changed()
+            if self.watches:
+                self._tools_changed()
         elif isinstance(message, types.ElicitCompleteNotification):
             await elicitation.completed(self, message.params.elicitation_id)
         elif isinstance(message, types.ResourceUpdatedNotification | types.ResourceListChangedNotification):
+            if not self.watches:
+                return
             uri = message.params.uri if isinstance(message, types.ResourceUpdatedNotification) else None
             await self._resources_changed(uri)
         elif isinstance(message, Exception):

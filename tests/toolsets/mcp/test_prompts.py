@@ -333,3 +333,48 @@ def test_a_pickers_requests_share_one_pooled_server_closed_once_idle(prompt_serv
         time.sleep(0.1)
     assert _children_running(PROMPT_SERVER) == []
     assert not mcp._pools[loop].connections
+
+
+def test_the_pickers_pooled_connections_leave_the_servers_announcements_to_the_workers(
+    prompt_server: Any, user: Any
+) -> None:
+    """A web process's pooled connections serve requests: a server's "resources changed" or
+    "tools changed" reaches the workers' connections, which read the documents and tools again
+    once; the web processes' would only repeat that work (and race it)."""
+    import asyncio
+
+    import mcp_types
+
+    from toolsets.mcp import client as mcp
+    from toolsets.mcp import signals
+    from toolsets.mcp.catalog import ServerSpec
+    from toolsets.mcp.connection import Connection
+
+    heard: list[str | None] = []
+
+    def receiver(uri: str | None = None, **_: Any) -> None:
+        heard.append(uri)
+
+    signals.resources_changed.connect(receiver, weak=False)
+    try:
+        chat = _chat(user, "mcp_ps")
+        assert "/review" in _client(user).get(f"/toolsets/mcp/chats/{chat.pk}/prompts/").content.decode()
+        loop = mcp.lasting_loop()
+        (pooled,) = mcp._pools[loop].connections.values()
+        assert not pooled.watches
+        update = mcp_types.ResourceUpdatedNotification(
+            params=mcp_types.ResourceUpdatedNotificationParams(uri="notes://today")
+        )
+        asyncio.run_coroutine_threadsafe(pooled._on_message(update), loop).result(10)
+        assert heard == []
+
+        async def a_workers() -> None:
+            spec = ServerSpec.of(prompt_server)
+            watching = Connection(spec, mcp.access_for(spec, user.pk, ""))
+            assert watching.watches
+            await watching._on_message(update)
+
+        asyncio.run(a_workers())
+        assert heard == ["notes://today"]
+    finally:
+        signals.resources_changed.disconnect(receiver)
