@@ -9,6 +9,8 @@ import asyncio
 import html
 import re
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -62,6 +64,29 @@ def _callback(browser: Client, consent: httpx.Response) -> Any:
     return browser.get(back.path, {k: v[0] for k, v in parse_qs(back.query).items()})
 
 
+def _connected(server: MCPServer, user: Any) -> Any:
+    """The user connected to `server` (consent given); the server's spec."""
+    from toolsets.mcp.catalog import ServerSpec
+
+    browser = Client()
+    browser.force_login(user)
+    _callback(browser, _connect(browser))
+    return ServerSpec.of(server)
+
+
+@asynccontextmanager
+async def _held(spec: Any, user_id: int) -> AsyncIterator[Any]:
+    """A connection of the test's own with the user's grant, closed after."""
+    from toolsets.mcp.client import access_for
+    from toolsets.mcp.connection import Connection
+
+    connection = Connection(spec, access_for(spec, user_id, ""))
+    try:
+        yield connection
+    finally:
+        await connection.close()
+
+
 def test_connect_consent_callback_then_calls_carry_and_refresh_the_token(oauth_server: MCPServer, user: Any) -> None:
     state = availability.for_user(user.pk)["mcp_oa"]
     assert not state.usable and state.reason == availability.NEEDS_SETUP
@@ -101,18 +126,11 @@ def test_a_listing_whose_grant_ended_asks_to_connect_again(oauth_server: MCPServ
     authorization server no longer knows it, or moved to another one), the user is told to
     connect again rather than that the connection closed."""
     from toolsets.base import ToolFailure
-    from toolsets.mcp.catalog import ServerSpec
-    from toolsets.mcp.client import access_for
-    from toolsets.mcp.connection import Connection
 
-    browser = Client()
-    browser.force_login(user)
-    _callback(browser, _connect(browser))
-    spec = ServerSpec.of(oauth_server)
+    spec = _connected(oauth_server, user)
 
     async def listing() -> tuple[list[str], ToolFailure]:
-        connection = Connection(spec, access_for(spec, user.pk, ""))
-        try:
+        async with _held(spec, user.pk) as connection:
             listed = [tool["name"] for tool in await connection.list_tools(10)]
             provider = connection._provider
             assert provider is not None and provider.context.current_tokens is not None
@@ -123,8 +141,6 @@ def test_a_listing_whose_grant_ended_asks_to_connect_again(oauth_server: MCPServ
             with pytest.raises(ToolFailure) as refused:
                 await connection.list_tools(10)
             return listed, refused.value
-        finally:
-            await connection.close()
 
     listed, refused = async_to_sync(listing)()
     assert listed == ["whoami"]
@@ -138,18 +154,10 @@ def test_a_refused_access_token_is_refreshed_once_not_reported_as_a_lost_grant(
     """A server may refuse an access token before the time it gave (its clock, its rounding, or
     it dropped the token) while the grant lives on: one refresh heals that, the call goes
     through and the grant stays. A token the refresh cannot replace still ends the grant."""
-    from toolsets.mcp.catalog import ServerSpec
-    from toolsets.mcp.client import access_for
-    from toolsets.mcp.connection import Connection
-
-    browser = Client()
-    browser.force_login(user)
-    _callback(browser, _connect(browser))
-    spec = ServerSpec.of(oauth_server)
+    spec = _connected(oauth_server, user)
 
     async def refused_once() -> tuple[list[str], str]:
-        connection = Connection(spec, access_for(spec, user.pk, ""))
-        try:
+        async with _held(spec, user.pk) as connection:
             await connection.list_tools(10)
             provider = connection._provider
             assert provider is not None and provider.context.current_tokens is not None
@@ -158,8 +166,6 @@ def test_a_refused_access_token_is_refreshed_once_not_reported_as_a_lost_grant(
             provider.context.token_expiry_time = time.time() + 3600
             listed = [tool["name"] for tool in await connection.list_tools(10)]
             return listed, provider.context.current_tokens.access_token
-        finally:
-            await connection.close()
 
     listed, token = async_to_sync(refused_once)()
     assert listed == ["whoami"]
