@@ -1,16 +1,23 @@
 """What MCP Apps' Views told the model (`ui/update-model-context`): kept per chat, the last
 update of each View only (the spec: each update replaces the View's previous one), bounded, and
 read into the system prompt of the chat's next turn, marked as the Views' words, not the user's.
+
+Kept in a Redis hash per chat (a View's execution id → its update), not in Django's cache: a
+turn's worker reads it in the round trip that claims the turn's slot (chat/worker/turns.py),
+so a chat whose Views said nothing costs its turns nothing more.
 """
 
 from __future__ import annotations
 
 import html
 import json
+import time
+from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
-from django.core.cache import cache
+
+from core.redis_client import sync_client
 
 # Views per chat whose context is kept: the most recent ones.
 MAX_VIEWS = 5
@@ -22,8 +29,8 @@ NOTE = (
 )
 
 
-def _key(chat_id: int) -> str:
-    return f"mcp-app-context:{chat_id}"
+def key(chat_id: int) -> str:
+    return f"tessera:chat:{chat_id}:app-context"
 
 
 def limit() -> int:
@@ -45,22 +52,49 @@ def text_of(content: Any, structured: Any) -> str:
 def store(chat_id: int, execution_id: int, server: str, text: str) -> int:
     """Keeps (or, with empty text, drops) one View's context; returns the characters kept."""
     text = text[: limit()]
-    kept: dict[str, dict[str, str]] = cache.get(_key(chat_id)) or {}
-    kept.pop(str(execution_id), None)
+    client, name = sync_client(), key(chat_id)
     if text.strip():
-        kept[str(execution_id)] = {"server": server[:80], "text": text}
-    kept = dict(list(kept.items())[-MAX_VIEWS:])
-    cache.set(_key(chat_id), kept, KEEP_S)
-    return len(text) if text.strip() else 0
+        update = {"server": server[:80], "text": text, "at": time.time()}
+        with client.pipeline(transaction=True) as pipe:
+            pipe.hset(name, str(execution_id), json.dumps(update))
+            pipe.expire(name, KEEP_S)
+            pipe.hgetall(name)
+            kept = pipe.execute()[-1]
+        # Only the most recent Views' updates are kept.
+        stale = [view for view, _ in _ordered(kept)[:-MAX_VIEWS]]
+        if stale:
+            client.hdel(name, *stale)
+        return len(text)
+    client.hdel(name, str(execution_id))
+    return 0
+
+
+def _ordered(kept: Mapping[Any, Any]) -> list[tuple[Any, dict[str, Any]]]:
+    """The updates, oldest first; one that cannot be read is left out."""
+    found = []
+    for view, raw in kept.items():
+        try:
+            update = json.loads(raw)
+            found.append(
+                (view, {"server": str(update["server"]), "text": str(update["text"]), "at": float(update["at"])})
+            )
+        except (ValueError, TypeError, KeyError):
+            continue
+    return sorted(found, key=lambda item: item[1]["at"])
+
+
+def prompt(kept: Mapping[Any, Any] | None) -> str:
+    """The system prompt's part for the chat's Views, from the hash as read ("" when none said
+    anything)."""
+    updates = _ordered(kept or {})[-MAX_VIEWS:]
+    if not updates:
+        return ""
+    blocks = [
+        f'<app server="{html.escape(v["server"])}">\n{html.escape(v["text"], quote=False)}\n</app>' for _, v in updates
+    ]
+    return "\n\n" + NOTE + "\n" + "\n".join(blocks)
 
 
 def for_prompt(chat_id: int) -> str:
-    """The system prompt's part for the chat's Views ("" when none said anything)."""
-    kept: dict[str, dict[str, str]] = cache.get(_key(chat_id)) or {}
-    if not kept:
-        return ""
-    blocks = [
-        f'<app server="{html.escape(v["server"])}">\n{html.escape(v["text"], quote=False)}\n</app>'
-        for v in kept.values()
-    ]
-    return "\n\n" + NOTE + "\n" + "\n".join(blocks)
+    """The system prompt's part for the chat's Views, read now."""
+    return prompt(sync_client().hgetall(key(chat_id)))

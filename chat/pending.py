@@ -20,13 +20,14 @@ taken before its rows are read; a tab keeps the newest it has seen (static/js/ch
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from typing import Any
 
 from asgiref.sync import async_to_sync
-from django.db import transaction
-from django.db.models import Max, Min
+from django.db import connection, transaction
+from django.db.models import Field, Max, Min, Model
 from django.template.loader import render_to_string
 
 from core import mailbox
@@ -228,11 +229,34 @@ def take_steers(chat_id: int, turn_id: int, step: int, ids: list[str]) -> list[s
     return texts
 
 
+@functools.cache
+def _waiting_statement() -> str:
+    def column(model: type[Model], field: str) -> str:
+        found = model._meta.get_field(field)
+        assert isinstance(found, Field) and found.column  # a concrete column
+        return connection.ops.quote_name(found.column)
+
+    pending, turns = (connection.ops.quote_name(m._meta.db_table) for m in (PendingMessage, Turn))
+    return (
+        f"SELECT 1 FROM {pending} WHERE {column(PendingMessage, 'chat')} ="
+        f" (SELECT {column(Turn, 'chat')} FROM {turns} WHERE {column(Turn, 'id')} = %s) LIMIT 1"
+    )
+
+
+def _any_waiting(turn_id: int) -> bool:
+    """Whether the turn's chat has a waiting message. Plain SQL: every turn's end asks it, and
+    built by the ORM the question cost several times what it takes to answer (the same reason
+    as chat/worker/owner_facts.py); tables and columns are read from the models."""
+    with connection.cursor() as cursor:
+        cursor.execute(_waiting_statement(), [turn_id])
+        return cursor.fetchone() is not None
+
+
 def after_turn(turn_id: int) -> Turn | None:
     """A turn ended (blocking; its worker calls this last). Steers it did not take join the
     front of the queue; if it completed, the first queued message starts (returned)."""
-    # One query when nothing waits (most turns); the rows, not the mailbox, say what is left.
-    if not PendingMessage.objects.filter(chat__turns=turn_id).exists():
+    # One statement when nothing waits (most turns); the rows, not the mailbox, say what is left.
+    if not _any_waiting(turn_id):
         return None
     turn = Turn.objects.filter(pk=turn_id).select_related("chat").first()
     if turn is None:

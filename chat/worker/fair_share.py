@@ -231,10 +231,13 @@ def _entry(item: bytes | str) -> tuple[int, str]:
     return int(turn), token
 
 
-def claimed(turn_id: int, user_id: int, token: str, heartbeat: tuple[str, int] | None = None) -> None:
+def claimed(
+    turn_id: int, user_id: int, token: str, heartbeat: tuple[str, int] | None = None, read: str = ""
+) -> dict[bytes, bytes]:
     """A worker took the turn: from now on its heartbeat holds the slot (counted even if its
     dispatch time had run out, so the caps stay true). `heartbeat`: the turn's heartbeat key
-    and its life in seconds, set in the same round trip."""
+    and its life in seconds, set in the same round trip. `read`: a hash the turn needs, read in
+    that round trip too (its fields, or none)."""
     with sync_client().pipeline(transaction=True) as pipe:
         if heartbeat is not None:
             pipe.set(heartbeat[0], "1", ex=heartbeat[1])
@@ -242,7 +245,10 @@ def claimed(turn_id: int, user_id: int, token: str, heartbeat: tuple[str, int] |
             if key:
                 pipe.zadd(key, {str(turn_id): time.time()})
                 pipe.expire(key, 86_400)
-        pipe.execute()
+        if read:
+            pipe.hgetall(read)
+        done = pipe.execute()
+    return done[-1] if read else {}
 
 
 def release(turn_id: int, user_id: int, token: str, forget: Iterable[str] = ()) -> bool:

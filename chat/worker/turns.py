@@ -80,8 +80,9 @@ async def run_turn(
         redis = live.async_client()
     watch = watch or TurnWatch(redis, settings.TESSERA["CANCEL_POLL_S"])
     try:
-        turn = await _claim(turn_id, redis)
-        if turn is not None:
+        claimed = await _claim(turn_id, redis)
+        if claimed is not None:
+            turn, views = claimed
             owner, token = turn.chat.owner_id, turn_queue.principal(turn)
             try:
                 # Every record the turn causes names it (core.logs); the gauge follows it to the end.
@@ -90,7 +91,7 @@ async def run_turn(
                     metrics.TURNS_STARTED.inc()
                     log.info("Turn started")
                     with spans.agent(spans.SYSTEM_AGENT, turn_id=turn.pk, chat_id=turn.chat_id):
-                        await _run_claimed(turn, redis, watch)
+                        await _run_claimed(turn, redis, watch, views)
             finally:
                 # The heartbeat, the Stop flag and the steer mailbox go with the slot, in its round
                 # trip (a steer the loop did not take is still a row: chat/pending.py).
@@ -112,7 +113,7 @@ def _ended(turn_id: int, owner: int, token: str, ended: tuple[str, ...]) -> None
         log.exception("Starting the queued messages after turn %s failed", turn_id)
 
 
-async def _claim(turn_id: int, redis: Any) -> Turn | None:
+async def _claim(turn_id: int, redis: Any) -> tuple[Turn, str] | None:
     """Takes the turn if it is queued. A turn found running with no heartbeat was left by a
     dead worker: it is closed as interrupted, never run again (its tools may have side effects)."""
     claimed = await db(_claim_and_hold)(turn_id)
@@ -130,18 +131,21 @@ async def _claim(turn_id: int, redis: Any) -> Turn | None:
     return None
 
 
-def _claim_and_hold(turn_id: int) -> Turn | None:
+def _claim_and_hold(turn_id: int) -> tuple[Turn, str] | None:
     """Claims the turn (blocking); a claimed turn's slot of its owner's fair share is held by its
     heartbeat from now on, and handed to the owner's next queued turn however it ends. One trip
-    to the database thread for both, and one round trip to Redis for the slot and the heartbeat."""
+    to the database thread for both, and one round trip to Redis for the slot, the heartbeat and
+    what the chat's MCP Apps' Views told the model (chat/app_context.py), returned with the turn."""
     claimed = turn_store.claim(turn_id)
-    if claimed is not None:
-        heartbeat = (live.key(claimed.pk, "alive"), live.ALIVE_TTL_S)
-        fair_share.claimed(claimed.pk, claimed.chat.owner_id, turn_queue.principal(claimed), heartbeat)
-    return claimed
+    if claimed is None:
+        return None
+    heartbeat = (live.key(claimed.pk, "alive"), live.ALIVE_TTL_S)
+    owner, principal = claimed.chat.owner_id, turn_queue.principal(claimed)
+    views = fair_share.claimed(claimed.pk, owner, principal, heartbeat, read=app_context.key(claimed.chat_id))
+    return claimed, app_context.prompt(views)
 
 
-async def _run_claimed(turn: Turn, redis: Any, watch: TurnWatch) -> None:
+async def _run_claimed(turn: Turn, redis: Any, watch: TurnWatch, views: str) -> None:
     chat = turn.chat
     sink = TurnSink(turn, redis, window_ms=int(settings.TESSERA["STREAM_WINDOW_MS"]))
     cancel = CancelToken()
@@ -150,7 +154,7 @@ async def _run_claimed(turn: Turn, redis: Any, watch: TurnWatch) -> None:
         await sink.started()
         # Everything the turn reads before its first model call, in one trip to the database
         # thread (each trip costs the loop a thread hop and Django's connection upkeep).
-        ready = await db(_prepare)(turn, redis)
+        ready = await db(_prepare)(turn, redis, views)
         if isinstance(ready, Outcome):
             await sink.finish(ready)
             return
@@ -258,10 +262,10 @@ class _Ready:
     offered: dict[str, bool]  # toolsets offered to the owner or not, known from the owner's facts
 
 
-def _prepare(turn: Turn, redis: Any) -> _Ready | Outcome:
+def _prepare(turn: Turn, redis: Any, views: str = "") -> _Ready | Outcome:
     """The turn's model (open to its owner), the app's settings, the API caller's agent, the
-    transcript, the owner's budget, the summary model, the Views' context and the owner's memories
-    (blocking); or the Outcome that ends the turn before it starts."""
+    transcript, the owner's budget, the summary model and the owner's memories (blocking); or the
+    Outcome that ends the turn before it starts. `views`: the Views' context, read at the claim."""
     chat = turn.chat
     llm = turn.model or LLMModel.default(chat.owner_id)
     if llm is None:
@@ -316,7 +320,7 @@ def _prepare(turn: Turn, redis: Any) -> _Ready | Outcome:
         _summary_model(app),
         groups,
         request,
-        app_context.for_prompt(chat.pk),
+        views,
         # Read only when there is something to offer (memory on, some saved): most owners have none.
         memory_prompt.for_turn(chat.owner_id, last_user_text(messages), llm.context_window) if facts.remembers else "",
         facts.offered(),
