@@ -26,6 +26,9 @@
   // Requests relayed to Tessera at once per View; more are refused, not queued.
   const IN_FLIGHT = 4;
   const mounted = new Set();
+  // Boxes whose View was stopped (a flood, its own teardown): never started again in this page,
+  // though the box stays (hx-preserve keeps it through the card's swaps) to say why.
+  const ended = new WeakSet();
   let loading = null;
 
   const loadBridge = () => {
@@ -214,6 +217,12 @@
       live = false;
       observers.forEach((observer) => observer.disconnect());
       mounted.delete(box);
+      if (reason) {
+        ended.add(box);
+        // Nothing left to show full screen: the card goes back to its place in the chat.
+        if (mode === "fullscreen") setMode("inline");
+        if (fullButton) fullButton.hidden = true;
+      }
       bridge.close().catch(() => {});
       frame.remove();
       say(reason);
@@ -408,7 +417,7 @@
 
   const scan = () => {
     document.querySelectorAll("[data-mcp-app]").forEach((box) => {
-      if (!mounted.has(box)) mount(box);
+      if (!mounted.has(box) && !ended.has(box)) mount(box);
     });
     mounted.forEach((box) => {
       if (!box.mcpApp) return;

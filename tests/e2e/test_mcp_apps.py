@@ -23,7 +23,7 @@ from tests.toolsets.mcp.conftest import register, seen_by_stack
 from toolsets.models import ToolExecution, ToolsetConfig
 
 from .axe import axe_violations, blocking, describe, set_theme
-from .conftest import browser_page, send, shot, wait_socket, wait_turn_done
+from .conftest import browser_page, send, send_and_wait, shot, wait_socket, wait_turn_done
 
 pytestmark = pytest.mark.e2e
 
@@ -245,6 +245,15 @@ def test_a_hostile_view_is_refused_everything_and_the_page_stays_responsive(
     assert page.get_by_test_id("composer-input").input_value() == "still here"
     assert time.monotonic() - started < 2
     assert ToolExecution.objects.filter(client="mcp-app: Hostile").count() <= 61  # the rate limit, at most
+    # Stopped for good: the page changing around it (here a message sent, its answer streamed
+    # in) starts no new View in its place, which would only flood again.
+    box = page.get_by_test_id("mcp-app")
+    send_and_wait(page, "still here")
+    expect(box).to_contain_text("sent too many messages")
+    expect(box.get_by_test_id("mcp-app-frame")).to_have_count(0)
+    assert box.get_by_role("button", name="Full screen").is_hidden()
+    box.scroll_into_view_if_needed()
+    shot(page, "mcp-app-flood-stopped")
 
 
 def test_a_view_sees_its_call_as_the_model_writes_it_and_why_it_ended_each_server_on_its_own_origin(
