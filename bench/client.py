@@ -7,7 +7,8 @@ the timestamps); `analyze_turn` does the work afterwards, replaying the frames t
 applies them.
 
 How a turn's text reaches the page (chat/worker/streaming.py), and so how markers are matched:
-- `<div hx-swap-oob="beforeend:#tail-T-S">new chars</div>`  appends raw text to the tail;
+- `<div hx-swap-oob="beforeend:#tail-T-S>:last-child">new chars</div>` appends plain words inside
+  the open block's last element (as many `>:last-child` as it is deep; chat/open_block.py);
 - `<div hx-swap-oob="beforeend:#blocks-T-S">html</div>`     appends finished, rendered blocks;
 - `<div id="tail-T-S" class="md-tail" hx-swap-oob="true">…</div>` replaces the tail.
 A marker is received at its FIRST appearance in any of them. Finished text legitimately shows
@@ -33,7 +34,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from .fake_provider import MARKER, Plan
 
 SEQ = re.compile(r"^<!--seq (\d+) (\d+)(?: full)?-->")
-TAIL_APPEND = re.compile(r'<div hx-swap-oob="beforeend:#tail-(\d+)-(\d+)">(.*?)</div>', re.S)
+TAIL_APPEND = re.compile(r'<div hx-swap-oob="beforeend:#tail-(\d+)-(\d+)(?:>:last-child)*">(.*?)</div>', re.S)
 BLOCKS_APPEND = re.compile(r'<div hx-swap-oob="beforeend:#blocks-(\d+)-(\d+)">(.*?)</div>', re.S)
 TAIL_REPLACE = re.compile(r'<div id="tail-(\d+)-(\d+)" class="md-tail" hx-swap-oob="true">(.*?)</div>', re.S)
 TURN_DONE = re.compile(r'id="turn-state-(\d+)" data-turn-status="(completed|failed|cancelled|interrupted)"')
