@@ -18,6 +18,8 @@ from core.processes import web_command, worker_command
 from tests.processes import BOOT_S, PROCESS_TEST_TIMEOUT_S
 
 ROOT = Path(__file__).resolve().parent.parent
+# The scripted provider as a fixture (`provider`), for the tests that run turns on the real worker.
+pytest_plugins = ["tests.providers.worker_turns"]
 
 
 @pytest.fixture(scope="session", autouse=True)

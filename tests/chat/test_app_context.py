@@ -4,8 +4,6 @@ it (chat/worker/turns.py) — into that chat's system prompt only."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -17,33 +15,21 @@ from chat.models import Chat, LLMModel, Turn
 from core.redis_client import sync_client
 from tests.providers.replay import ReplayServer
 from tests.providers.shapes import answer
+from tests.providers.worker_turns import finished, replay_model
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture
-def provider() -> Iterator[ReplayServer]:
-    server = ReplayServer().start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
 def model(provider: ReplayServer) -> LLMModel:
-    return LLMModel.objects.create(name="Replay", model="openai/replay", api_base=provider.base_url, api_key="x")
+    return replay_model(provider)
 
 
 def _ask(chat: Chat, text: str) -> Turn:
     client = Client()
     client.force_login(chat.owner)
     client.post(reverse("chat:send", args=[chat.pk]), {"content": text})
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        turn = Turn.objects.filter(chat=chat).latest("id")
-        if not turn.is_active:
-            return turn
-        time.sleep(0.1)
-    raise AssertionError("the worker did not finish the turn")
+    return finished(chat)
 
 
 def _system(request: Any) -> str:

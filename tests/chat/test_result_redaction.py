@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +17,10 @@ import redis
 from django.test import Client
 from django.urls import reverse
 
-from chat.models import Chat, LLMModel, Message, Turn
+from chat.models import Chat, Message, Turn
 from tests.providers.replay import ReplayServer, Reply
 from tests.providers.shapes import answer, call, calls, finish, role
+from tests.providers.worker_turns import finished, replay_model
 from tests.toolsets.mcp.conftest import register
 from toolsets.models import ToolExecution, ToolRule
 
@@ -29,23 +28,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 ECHO_SERVER = Path(__file__).parents[1] / "toolsets" / "mcp" / "echo_server.py"
 SERVICE_TOKEN = "svc-7Hq2LmX9pR4vT1wZ"
-
-
-@pytest.fixture
-def provider() -> Iterator[ReplayServer]:
-    server = ReplayServer().start()
-    yield server
-    server.stop()
-
-
-def _finished(chat: Chat, timeout: float = 60) -> Turn:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        turn = Turn.objects.filter(chat=chat).latest("id")
-        if not turn.is_active:
-            return turn
-        time.sleep(0.1)
-    raise AssertionError("the worker did not finish the turn")
 
 
 def test_a_servers_environment_echoed_by_its_tool_is_redacted_everywhere(
@@ -62,7 +44,7 @@ def test_a_servers_environment_echoed_by_its_tool_is_redacted_everywhere(
     )
     # The admin lets it run without asking (a server's own hints decide nothing).
     ToolRule.objects.create(toolset_id="mcp_envs", tool="get_env", policy="auto")
-    model = LLMModel.objects.create(name="Replay", model="openai/replay", api_base=provider.base_url, api_key="x")
+    model = replay_model(provider)
     chat = Chat.objects.create(owner=user, model=model, enabled_tools={"mcp_envs": ["get_env"]})
     provider.play(
         Reply([role(), calls(call(0, "call_env", "toolset__mcp_envs__get_env", "{}")), finish("tool_calls")]),
@@ -72,7 +54,7 @@ def test_a_servers_environment_echoed_by_its_tool_is_redacted_everywhere(
     client.force_login(user)
 
     client.post(reverse("chat:send", args=[chat.pk]), {"content": "Where does the echo server run?"})
-    turn = _finished(chat)
+    turn = finished(chat)
 
     assert turn.status == Turn.Status.COMPLETED, turn.error
     record = ToolExecution.objects.get(turn=turn)

@@ -9,17 +9,16 @@ reach the provider or the page.
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from django.test import Client
 from django.urls import reverse
 
-from chat.models import Chat, LLMModel, Message, Turn
+from chat.models import Chat, Message, Turn
 from tests.providers.replay import ReplayServer, Reply
 from tests.providers.shapes import answer, call, calls, finish, role
+from tests.providers.worker_turns import finished, replay_model
 from toolsets.models import ToolExecution
 from toolsets.workspace.models import Task
 from toolsets.workspace.sample_data import seed_for_user
@@ -29,25 +28,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 LIST_TASKS = "toolset__workspace__list_tasks"
 
 
-@pytest.fixture
-def provider() -> Iterator[ReplayServer]:
-    server = ReplayServer().start()
-    yield server
-    server.stop()
-
-
 def _calling(name: str, arguments: dict[str, Any], call_id: str = "call_1") -> Reply:
     return Reply([role(), calls(call(0, call_id, name, json.dumps(arguments))), finish("tool_calls")])
-
-
-def _finished(chat: Chat, timeout: float = 60) -> Turn:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        turn = Turn.objects.filter(chat=chat).latest("id")
-        if not turn.is_active:
-            return turn
-        time.sleep(0.1)
-    raise AssertionError("the worker did not finish the turn")
 
 
 def _tool_messages(request: Any) -> list[str]:
@@ -66,7 +48,7 @@ def secret_tasks(user: Any) -> list[str]:
 def test_a_call_to_an_unselected_tool_is_refused_recorded_and_shown(
     stack: Any, user: Any, provider: ReplayServer, secret_tasks: list[str]
 ) -> None:
-    model = LLMModel.objects.create(name="Replay", model="openai/replay", api_base=provider.base_url, api_key="x")
+    model = replay_model(provider)
     # Only Clock & math: the Workspace is usable for this user (sample data exists) but not selected.
     chat = Chat.objects.create(owner=user, model=model, enabled_tools={"clock_math": ["calculate", "current_time"]})
     provider.play(_calling(LIST_TASKS, {}), answer("I could not read your tasks."))
@@ -74,7 +56,7 @@ def test_a_call_to_an_unselected_tool_is_refused_recorded_and_shown(
     client.force_login(user)
 
     client.post(reverse("chat:send", args=[chat.pk]), {"content": "What is 2+2?"})
-    turn = _finished(chat)
+    turn = finished(chat)
 
     assert turn.status == Turn.Status.COMPLETED, turn.error
     offered = [t["function"]["name"] for t in provider.requests[0].body["tools"]]
@@ -104,7 +86,7 @@ def test_a_subagent_runs_only_its_own_tools(
 ) -> None:
     """The Researcher has the Web tools; the chat has the Workspace selected. Inside the
     delegation the Workspace is not offered, so the subagent cannot call it either."""
-    model = LLMModel.objects.create(name="Replay", model="openai/replay", api_base=provider.base_url, api_key="x")
+    model = replay_model(provider)
     chat = Chat.objects.create(
         owner=user,
         model=model,
@@ -120,7 +102,7 @@ def test_a_subagent_runs_only_its_own_tools(
     client.force_login(user)
 
     client.post(reverse("chat:send", args=[chat.pk]), {"content": "Research the release date in depth."})
-    turn = _finished(chat)
+    turn = finished(chat)
 
     assert turn.status == Turn.Status.COMPLETED, turn.error
     assert LIST_TASKS in [t["function"]["name"] for t in provider.requests[0].body["tools"]]

@@ -4,8 +4,6 @@ next chat's prompt, and never in another user's, in the chat or through /v1."""
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Iterator
 from typing import Any
 
 import openai
@@ -19,6 +17,7 @@ from memory import store
 from memory.models import Memory
 from tests.providers.replay import ReplayServer, Reply
 from tests.providers.shapes import answer, call, calls, finish, role
+from tests.providers.worker_turns import finished, replay_model
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -27,25 +26,8 @@ MEMORY_TOOLS = {"memory": ["save_memory", "update_memory", "forget_memory", "lis
 
 
 @pytest.fixture
-def provider() -> Iterator[ReplayServer]:
-    server = ReplayServer().start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
 def model(provider: ReplayServer) -> LLMModel:
-    return LLMModel.objects.create(name="Replay", model="openai/replay", api_base=provider.base_url, api_key="x")
-
-
-def _finished(chat: Chat, timeout: float = 60) -> Turn:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        turn = Turn.objects.filter(chat=chat).latest("id")
-        if not turn.is_active:
-            return turn
-        time.sleep(0.1)
-    raise AssertionError("the worker did not finish the turn")
+    return replay_model(provider)
 
 
 def _ask(user: Any, model: LLMModel, text: str) -> tuple[Chat, Turn]:
@@ -53,7 +35,7 @@ def _ask(user: Any, model: LLMModel, text: str) -> tuple[Chat, Turn]:
     client = Client()
     client.force_login(user)
     client.post(reverse("chat:send", args=[chat.pk]), {"content": text})
-    return chat, _finished(chat)
+    return chat, finished(chat)
 
 
 def _system(request: Any) -> str:
