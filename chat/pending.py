@@ -27,11 +27,12 @@ from typing import Any
 
 from asgiref.sync import async_to_sync
 from django.db import connection, transaction
-from django.db.models import Field, Max, Min, Model
+from django.db.models import Max, Min
 from django.template.loader import render_to_string
 
 from core import mailbox
 from core.redis_client import sync_client
+from core.sql import column, table
 from toolsets.files import attach
 from toolsets.files import transcript as files_transcript
 from toolsets.files.models import Attachment
@@ -231,15 +232,9 @@ def take_steers(chat_id: int, turn_id: int, step: int, ids: list[str]) -> list[s
 
 @functools.cache
 def _waiting_statement() -> str:
-    def column(model: type[Model], field: str) -> str:
-        found = model._meta.get_field(field)
-        assert isinstance(found, Field) and found.column  # a concrete column
-        return connection.ops.quote_name(found.column)
-
-    pending, turns = (connection.ops.quote_name(m._meta.db_table) for m in (PendingMessage, Turn))
     return (
-        f"SELECT 1 FROM {pending} WHERE {column(PendingMessage, 'chat')} ="
-        f" (SELECT {column(Turn, 'chat')} FROM {turns} WHERE {column(Turn, 'id')} = %s) LIMIT 1"
+        f"SELECT 1 FROM {table(PendingMessage)} WHERE {column(PendingMessage, 'chat')} ="
+        f" (SELECT {column(Turn, 'chat')} FROM {table(Turn)} WHERE {column(Turn, 'id')} = %s) LIMIT 1"
     )
 
 

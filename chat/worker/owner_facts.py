@@ -16,9 +16,9 @@ from functools import cache
 
 from django.contrib.auth import get_user_model
 from django.db import connection
-from django.db.models import Field, Model
 
 from chat.models import Budget, LLMModel
+from core.sql import column, table
 from knowledge.models import KnowledgeBase
 from memory.models import Memory, MemoryPreference
 
@@ -39,14 +39,6 @@ class OwnerFacts:
 
 @cache
 def _statement() -> str:
-    def table(model: type[Model]) -> str:
-        return connection.ops.quote_name(model._meta.db_table)
-
-    def column(model: type[Model], field: str) -> str:
-        found = model._meta.get_field(field)
-        assert isinstance(found, Field) and found.column  # a concrete column, not a reverse relation
-        return connection.ops.quote_name(found.column)
-
     members = get_user_model().groups.through
     limits = LLMModel.groups.through
     shares = KnowledgeBase.groups.through

@@ -262,7 +262,7 @@ class _Ready:
     offered: dict[str, bool]  # toolsets offered to the owner or not, known from the owner's facts
 
 
-def _prepare(turn: Turn, redis: Any, views: str = "") -> _Ready | Outcome:
+def _prepare(turn: Turn, redis: Any, views: str) -> _Ready | Outcome:
     """The turn's model (open to its owner), the app's settings, the API caller's agent, the
     transcript, the owner's budget, the summary model and the owner's memories (blocking); or the
     Outcome that ends the turn before it starts. `views`: the Views' context, read at the claim."""
