@@ -84,6 +84,26 @@ async def test_connect_mid_turn_sends_exact_live_state(user: Any) -> None:
     await comm.disconnect()
 
 
+async def test_a_sync_of_a_cut_answer_brings_its_continue_button(user: Any) -> None:
+    """The Continue form lives beside the turn, in its exchange: a sync (the page missed the
+    turn's fragments, e.g. they came before the Send's response) must bring it along."""
+    chat = await Chat.objects.acreate(owner=user)
+    turn = await Turn.objects.acreate(chat=chat, status=Turn.Status.RUNNING)
+    state = live.LiveTurn(
+        turn.pk, chat.pk, status="completed", seq=5, finish_reason="length", steps=[live.LiveStep(0, text="Half")]
+    )
+    await state.store(live.async_client())
+    comm = communicator(chat.pk, await _cookie(user))
+    await comm.connect()
+    await comm.receive_from(timeout=3)  # the state a connect sends
+    await comm.send_to(text_data=f'{{"type": "sync", "turn": {turn.pk}}}')
+    message = await comm.receive_from(timeout=3)
+    assert message.startswith(f"<!--seq {turn.pk} 5 full-->")
+    assert f'<div class="turn-continue" id="continue-{turn.pk}" hx-swap-oob="true">' in message
+    assert 'data-testid="continue-button"' in message
+    await comm.disconnect()
+
+
 async def test_group_fragments_reach_the_socket(user: Any) -> None:
     from chat.events import send_fragment
 

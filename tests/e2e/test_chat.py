@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
-from chat.models import Message, Turn
+from chat.models import Chat, LLMModel, Message, Turn
 from chat.rendering import render_text
 
 from .conftest import normalized_messages, send, send_and_wait, shot, wait_socket, wait_turn_done
@@ -32,11 +32,20 @@ def start_chat(page: Page, text: str) -> None:
     wait_socket(page)
 
 
-def test_tool_calls_stream_then_reload_is_identical(page: Page) -> None:
-    page.goto(page.base_url + "/")  # type: ignore[attr-defined]
-    send(page, "What time is it in Tokyo, and what is 12*7?")
-    page.wait_for_url("**/chats/*/")
+def test_tool_calls_stream_then_reload_is_identical(page: Page, e2e_user: Any, demo_model: LLMModel) -> None:
+    # The cards' states are watched from before the message is sent, on an open socket, and the
+    # arguments stream slowly enough that even a sync (fragments that beat the Send's response)
+    # finds each card still working: starting from the home page, a busy machine could load the
+    # chat's page after the tools had run.
+    demo_model.extra_params = {"tokens_per_second": 20}
+    demo_model.save()
+    chat = Chat.objects.create(
+        owner=e2e_user, model=demo_model, enabled_tools={"clock_math": ["current_time", "calculate"]}
+    )
+    page.goto(f"{page.base_url}/chats/{chat.pk}/")  # type: ignore[attr-defined]
+    wait_socket(page)
     page.evaluate(TRACK_CARD_STATES)
+    send(page, "What time is it in Tokyo, and what is 12*7?")
     cards = page.get_by_test_id("tool-call-message")
     expect(cards).to_have_count(2, timeout=15_000)
     wait_turn_done(page)
