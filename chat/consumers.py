@@ -7,7 +7,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 
 from core import metrics, strictjson
 
-from . import presenters
+from . import branches, presenters
 from .events import (
     FINAL_SEQ,
     AppMessage,
@@ -108,6 +108,9 @@ class ChatConsumer(AsyncWebsocketConsumer):
                 return
             seq = 0 if found["active"] else FINAL_SEQ
             view = {**found, "seq": seq}
+        if view["can_continue"] and not await _is_latest(turn_id, self.chat_id):
+            # Only the chat's latest answer can be continued, as on the page (chat.exchanges).
+            view = {**view, "can_continue": False, "continue_url": ""}
         await self.send(text_data=frame(turn_id, seq, presenters.turn_fragment(view), full=True))
 
     async def dispatch(self, message: Any) -> None:
@@ -157,6 +160,12 @@ def _active_turn_ids(chat_id: int) -> list[int]:
 @database_sync_to_async
 def _turn_in_chat(turn_id: int, chat_id: int) -> bool:
     return Turn.objects.filter(pk=turn_id, chat_id=chat_id).exists()
+
+
+@database_sync_to_async
+def _is_latest(turn_id: int, chat_id: int) -> bool:
+    latest = branches.last_turn(Chat.objects.get(pk=chat_id))
+    return latest is not None and latest.pk == turn_id
 
 
 @database_sync_to_async

@@ -16,6 +16,7 @@ from chat.spend import usage
 from chat.worker import fair_share
 
 from ..citations import Citations
+from ..events import FINAL_SEQ
 from ..live import LiveTurn
 from ..models import Message, Turn
 from ..rendering import fingerprint, render_complete, render_open, render_text
@@ -192,6 +193,9 @@ def turn_from_db(turn_obj: Any, messages: list[Any], executions: list[Any]) -> d
         steps=steps,
         notices=turn_obj.notices,
         error=turn_obj.error,
+        # A finished turn is final: the page drops any late fragment of it, and asks no sync
+        # for it when a new exchange arrives (static/js/chat.js syncs turns still at 0).
+        seq=0 if turn_obj.is_active else FINAL_SEQ,
         finish_reason=answers[-1].finish_reason if answers else None,
         usage_view=usage.view(turn_obj.usage, calls),
         sources=sources,

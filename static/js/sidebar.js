@@ -92,8 +92,13 @@
     if (e.detail.elt === el && !el.value.trim()) e.preventDefault();
   });
   document.addEventListener("htmx:afterSwap", function (e) {
+    // The input's requests queue (hx-sync "queue last") rather than abort one another: htmx
+    // reports every aborted request as a console error. So an answer can come for a query the
+    // person has since cleared; it is not shown.
     if (e.detail.target && e.detail.target.id === "chat-search-results") {
-      showResults(!!input().value.trim());
+      var on = !!input().value.trim();
+      if (!on) e.detail.target.innerHTML = "";
+      showResults(on);
     }
   });
 

@@ -101,7 +101,27 @@ async def test_a_sync_of_a_cut_answer_brings_its_continue_button(user: Any) -> N
     assert message.startswith(f"<!--seq {turn.pk} 5 full-->")
     assert f'<div class="turn-continue" id="continue-{turn.pk}" hx-swap-oob="true">' in message
     assert 'data-testid="continue-button"' in message
+    # Once a newer answer follows it (it was continued), a sync no longer offers it.
+    await Turn.objects.acreate(chat=chat, status=Turn.Status.COMPLETED)
+    await comm.send_to(text_data=f'{{"type": "sync", "turn": {turn.pk}}}')
+    message = await comm.receive_from(timeout=3)
+    assert f'<div class="turn-continue" id="continue-{turn.pk}" hx-swap-oob="true"></div>' in message
     await comm.disconnect()
+
+
+async def test_a_finished_turn_is_final_on_the_page(user: Any) -> None:
+    """Rendered from the database, a finished turn carries the final seq: the page asks no sync
+    for it when a new exchange arrives, and drops any late fragment of it."""
+    from asgiref.sync import sync_to_async
+
+    from chat import presenters
+    from chat.events import FINAL_SEQ
+
+    chat = await Chat.objects.acreate(owner=user)
+    done = await Turn.objects.acreate(chat=chat, status=Turn.Status.COMPLETED)
+    waiting = await Turn.objects.acreate(chat=chat, status=Turn.Status.QUEUED)
+    views, _ = await sync_to_async(presenters.turn_views)([done, waiting])
+    assert views[done.pk]["seq"] == FINAL_SEQ and views[waiting.pk]["seq"] == 0
 
 
 async def test_group_fragments_reach_the_socket(user: Any) -> None:

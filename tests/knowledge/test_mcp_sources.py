@@ -6,12 +6,14 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from django.test import Client
 from django.urls import reverse
 
+from core import ratelimit
 from knowledge import ingest, retrieval
 from knowledge.models import Document
 from tests.toolsets.mcp.conftest import register
@@ -127,6 +129,8 @@ def test_picking_too_many_or_listing_too_often_is_a_clear_4xx(
     from knowledge import views
 
     monkeypatch.setattr(views, "LISTS_PER_MINUTE", 2)  # each listing asks the server: seconds here
+    # The three listings take seconds on a busy machine: inside one window, whenever they run.
+    monkeypatch.setattr(ratelimit, "time", SimpleNamespace(time=lambda: 1_800_000_030.0))
     base = make_base(user)
     client = Client()
     client.force_login(user)
