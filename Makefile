@@ -34,6 +34,11 @@ static: install
 	@if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
 	else echo "Install Chromium for the browser tests: sudo apt-get install chromium"; exit 1; fi
 
+# The browser tests' Chromium (tests/e2e/conftest.py): the headless shell of Debian's Chromium.
+/usr/bin/chromium-headless-shell:
+	@if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium-headless-shell >/dev/null; \
+	else echo "Install Chromium's headless shell for the browser tests: sudo apt-get install chromium-headless-shell"; exit 1; fi
+
 # The reverse-proxy example (deploy/nginx.conf) is tested with a real nginx.
 /usr/sbin/nginx:
 	@if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq nginx-light >/dev/null; \
@@ -74,7 +79,7 @@ TEST_WORKERS ?= 4
 # The linters and the type check (about 45 s of one core from a clean clone) run beside the
 # suite, whose workers mostly wait, rather than before it; their output follows the suite's, and
 # either failing fails the target.
-test: install /usr/bin/chromium /usr/sbin/nginx .cache/sandbox/.installed
+test: install /usr/bin/chromium-headless-shell /usr/sbin/nginx .cache/sandbox/.installed
 	@mkdir -p .cache
 	@$(MAKE) --no-print-directory lint typecheck > .cache/checks.log 2>&1 & checks=$$!; \
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS); suite=$$?; \
