@@ -78,7 +78,7 @@ def serve(script: Path, *arguments: str) -> Generator[int]:
     port = free_port()
     command = [sys.executable, str(script), *(a.format(port=port) for a in arguments)]
     process = subprocess.Popen(command)
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
@@ -124,13 +124,15 @@ class Restartable:
 
     def start(self) -> None:
         self.process = subprocess.Popen(self.command, env=self.env)
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + 30  # a loaded two-core machine: seconds to import the SDK
         while time.monotonic() < deadline:
             try:
                 socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
                 return
             except OSError:
                 time.sleep(0.1)
+        # Not left running behind the failed test (a slow start still binds later).
+        self.stop()
         raise RuntimeError(f"{self.command} did not start")
 
     def stop(self) -> None:
