@@ -164,7 +164,8 @@ def _turn_in_chat(turn_id: int, chat_id: int) -> bool:
 
 @database_sync_to_async
 def _is_latest(turn_id: int, chat_id: int) -> bool:
-    latest = branches.last_turn(Chat.objects.get(pk=chat_id))
+    chat = Chat.objects.filter(pk=chat_id).first()  # deleted while the socket was open: no
+    latest = branches.last_turn(chat) if chat else None
     return latest is not None and latest.pk == turn_id
 
 

@@ -72,19 +72,26 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def accepting(port: int, within_s: float = 30) -> bool:
+    """Whether a server on `port` accepts connections within `within_s` seconds (a loaded
+    two-core machine takes seconds to import the MCP SDK)."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return True
+        except OSError:
+            time.sleep(0.1)
+    return False
+
+
 def serve(script: Path, *arguments: str) -> Generator[int]:
     """Runs `script` with `arguments` (a `{port}` among them is a free port) until the test ends,
     yielding that port once it accepts connections."""
     port = free_port()
     command = [sys.executable, str(script), *(a.format(port=port) for a in arguments)]
     process = subprocess.Popen(command)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            time.sleep(0.1)
+    accepting(port)
     try:
         yield port
     finally:
@@ -124,13 +131,8 @@ class Restartable:
 
     def start(self) -> None:
         self.process = subprocess.Popen(self.command, env=self.env)
-        deadline = time.monotonic() + 30  # a loaded two-core machine: seconds to import the SDK
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                return
-            except OSError:
-                time.sleep(0.1)
+        if accepting(self.port):
+            return
         # Not left running behind the failed test (a slow start still binds later).
         self.stop()
         raise RuntimeError(f"{self.command} did not start")
