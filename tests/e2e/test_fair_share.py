@@ -23,6 +23,10 @@ def test_a_queued_answer_says_so_live_and_after_a_reload_and_stop_cancels_it(
     app = AppSettings.load()
     app.running_turns_per_user = 1
     app.save()
+    # Slow enough that the busy answer outlives two page loads, a reload and axe on a loaded machine
+    # (at the test stack's 100 tokens/s it once ended first); Stop ends it below.
+    demo_model.extra_params = {"tokens_per_second": 10}
+    demo_model.save()
     busy, waiting = (Chat.objects.create(owner=e2e_user, model=demo_model) for _ in range(2))
 
     page.goto(f"{page.base_url}/chats/{busy.pk}/")  # type: ignore[attr-defined]
