@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import sys
 from typing import Any
 
 import pytest
@@ -19,6 +18,7 @@ from django.test import Client, override_settings
 from chat import app_asking, app_context
 from chat.events import group_name
 from chat.models import Chat, Turn
+from tests.stdio_servers import forked
 from tests.toolsets.mcp.conftest import register
 from tests.toolsets.mcp.test_apps import APPS_SERVER
 from toolsets.mcp import app_sandbox
@@ -31,7 +31,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture
 def card(user: Any, demo_model: Any) -> ToolExecution:
     """A finished call of the server's `show` tool on a card of `user`'s chat."""
-    register(name="Apps", slug="apps", transport="stdio", command=sys.executable, args=[str(APPS_SERVER)])
+    register(name="Apps", slug="apps", transport="stdio", **forked(APPS_SERVER))
     ToolsetConfig.objects.create(toolset_id="mcp_apps", policy="auto")
     chat = Chat.objects.create(owner=user, model=demo_model, enabled_tools={"mcp_apps": ["show", "model_only"]})
     turn = Turn.objects.create(chat=chat, model=demo_model, status=Turn.Status.COMPLETED)

@@ -8,7 +8,6 @@ provider, the page, the database, Redis or the worker's log; the rest of the res
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ from chat.models import Chat, Message, Turn
 from tests.providers.replay import ReplayServer, Reply
 from tests.providers.shapes import answer, call, calls, finish, role
 from tests.providers.worker_turns import finished, replay_model
+from tests.stdio_servers import forked
 from tests.toolsets.mcp.conftest import register
 from toolsets.models import ToolExecution, ToolRule
 
@@ -37,8 +37,7 @@ def test_a_servers_environment_echoed_by_its_tool_is_redacted_everywhere(
         name="Echo",
         slug="envs",
         transport="stdio",
-        command=sys.executable,
-        args=[str(ECHO_SERVER)],
+        **forked(ECHO_SERVER),
         env=json.dumps({"SERVICE_TOKEN": SERVICE_TOKEN, "SERVICE_REGION": "eu-west-3"}),
         timeout_s=10,
     )

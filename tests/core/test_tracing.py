@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from tests.otlp import OTLPReceiver
 from tests.processes import BOOT_S, Processes, free_port, wait_until
 from tests.providers.replay import ReplayServer, Reply
 from tests.providers.shapes import answer, call, calls, finish, role, text
+from tests.stdio_servers import forked
 from tests.toolsets.mcp.conftest import register
 from toolsets.models import ToolRule
 
@@ -118,8 +118,7 @@ def _setup(user: Any, provider: ReplayServer, receiver: OTLPReceiver) -> Chat:
         name="Traced echo",
         slug="traced",
         transport="stdio",
-        command=sys.executable,
-        args=[str(TRACED_SERVER)],
+        **forked(TRACED_SERVER),
         env=json.dumps({"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint}),
         timeout_s=20,
     )

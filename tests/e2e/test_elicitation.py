@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Locator, Page, expect
 
+from tests.stdio_servers import forked
 from tests.toolsets.mcp.conftest import register, seen_by_stack
 from toolsets.mcp.discovery import refresh
 from toolsets.models import ToolExecution, ToolsetConfig
@@ -98,7 +98,7 @@ def result_text(page: Page) -> str:
 
 
 def test_a_form_is_filled_checked_and_accepted(page: Page, stack: Any) -> None:
-    add_server("ask", "Asking", sys.executable, [str(ASKING)])
+    add_server("ask", "Asking", **forked(ASKING))
     page.goto(stack.url + "/")
     select(page, "ask")
     card = asked(page, "ask")
@@ -168,7 +168,7 @@ def test_a_form_is_filled_checked_and_accepted(page: Page, stack: Any) -> None:
 
 
 def test_a_reload_while_asked_shows_the_same_question_which_is_then_declined(page: Page, stack: Any) -> None:
-    add_server("ask", "Asking", sys.executable, [str(ASKING)])
+    add_server("ask", "Asking", **forked(ASKING))
     page.goto(stack.url + "/")
     select(page, "ask")
     card = asked(page, "ask")
@@ -186,7 +186,7 @@ def test_a_reload_while_asked_shows_the_same_question_which_is_then_declined(pag
 
 
 def test_a_page_to_open_shows_its_domain_opens_in_a_new_tab_and_done_goes_on(page: Page, stack: Any) -> None:
-    add_server("ask", "Asking", sys.executable, [str(ASKING)])
+    add_server("ask", "Asking", **forked(ASKING))
     page.context.route("https://bank.example/**", lambda route: route.fulfill(body="<title>Bank</title>Signed in."))
     page.goto(stack.url + "/")
     select(page, "ask")

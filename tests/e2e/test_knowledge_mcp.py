@@ -3,7 +3,6 @@ through the MCP server, indexed, shown ready; axe on the base page with the reso
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
+from tests.stdio_servers import forked
 from tests.toolsets.mcp.conftest import register, seen_by_stack
 
 from .axe import axe_violations, blocking, describe
@@ -32,8 +32,8 @@ def test_a_resource_of_an_mcp_server_becomes_a_searchable_document(kb_page: Page
 
     # Off Playwright's thread: discovering the server's tools runs an event loop of its own.
     with ThreadPoolExecutor(1) as pool:
-        fields = {"name": "Notes server", "slug": "ns", "transport": "stdio", "command": sys.executable}
-        pool.submit(register, **fields, args=[str(SERVER)]).result()
+        fields = {"name": "Notes server", "slug": "ns", "transport": "stdio", **forked(SERVER)}
+        pool.submit(register, **fields).result()
     # The stack's processes learn of the new server before the page is asked for.
     seen_by_stack()
     base = KnowledgeBase.objects.create(owner=e2e_user, name="Notes")
@@ -70,8 +70,8 @@ def test_refresh_now_reads_mcp_resources_again_and_each_shows_when_it_was_checke
     (tmp_path / "guide.md").write_text("# Guide\n\nThe kettle is in the kitchen.\n")
     (tmp_path / "rota.md").write_text("# Rota\n\nAda waters the plants on Mondays.\n")
     with ThreadPoolExecutor(1) as pool:
-        fields = {"name": "Team folder", "slug": "folder", "transport": "stdio", "command": sys.executable}
-        pool.submit(register, **fields, args=[str(FOLDER_SERVER), str(tmp_path)]).result()
+        fields = {"name": "Team folder", "slug": "folder", "transport": "stdio", **forked(FOLDER_SERVER, str(tmp_path))}
+        pool.submit(register, **fields).result()
     seen_by_stack()
     base = KnowledgeBase.objects.create(owner=e2e_user, name="Team notes")
     page = kb_page

@@ -6,13 +6,13 @@ where the admin asks for that (static/js/mcp_apps/message.js), and sent only on 
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
+from tests.stdio_servers import forked
 from tests.toolsets.mcp.conftest import seen_by_stack
 from toolsets.mcp.models import MCPServer
 from toolsets.models import ToolExecution, ToolRule, ToolsetConfig
@@ -26,9 +26,7 @@ pytestmark = pytest.mark.e2e
 
 @pytest.fixture
 def hostile_server(stack: Any, transactional_db: Any) -> Any:
-    server = _register(
-        name="Hostile", slug="hostile", transport="stdio", command=sys.executable, args=[str(APPS_SERVER)]
-    )
+    server = _register(name="Hostile", slug="hostile", transport="stdio", **forked(APPS_SERVER))
     ToolsetConfig.objects.create(toolset_id="mcp_hostile", policy="auto")
     # The admin wants the user's word on each call of the View's own tool.
     ToolRule.objects.create(toolset_id="mcp_hostile", tool="app_secret", policy="ask")

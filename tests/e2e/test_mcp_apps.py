@@ -8,7 +8,6 @@ page staying responsive."""
 from __future__ import annotations
 
 import secrets
-import sys
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -19,6 +18,7 @@ import pytest
 from playwright.sync_api import Browser, FrameLocator, Page, expect
 
 from chat.models import Chat, ChatShare
+from tests.stdio_servers import forked
 from tests.toolsets.mcp.conftest import register, seen_by_stack
 from toolsets.models import ToolExecution, ToolsetConfig
 
@@ -84,9 +84,7 @@ def basic_server(stack: Any, transactional_db: Any) -> Any:
 
 @pytest.fixture
 def hostile_server(stack: Any, transactional_db: Any) -> Any:
-    server = _register(
-        name="Hostile", slug="hostile", transport="stdio", command=sys.executable, args=[str(APPS_SERVER)]
-    )
+    server = _register(name="Hostile", slug="hostile", transport="stdio", **forked(APPS_SERVER))
     ToolsetConfig.objects.create(toolset_id="mcp_hostile", policy="auto")
     seen_by_stack()
     return server
@@ -303,8 +301,7 @@ def test_a_page_too_large_to_keep_is_refused_at_once_and_its_card_says_why(
         name="Huge",
         slug="huge",
         transport="stdio",
-        command=sys.executable,
-        args=[str(APPS_SERVER)],
+        **forked(APPS_SERVER),
         env='{"APPS_HUGE": "1"}',
         timeout_s=30,
     )

@@ -5,13 +5,13 @@ page read through the server."""
 from __future__ import annotations
 
 import re
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.stdio_servers import forked
 from tests.toolsets.mcp.conftest import SERVER, register, seen_by_stack
 from toolsets.models import ToolsetConfig
 
@@ -34,9 +34,7 @@ def open_all_cards(page: Page) -> None:
 def test_image_audio_file_and_resource_link_cards_are_the_same_live_and_reloaded(page: Page, stack: Any) -> None:
     # Off Playwright's thread, which runs its own event loop.
     with ThreadPoolExecutor(1) as thread:
-        thread.submit(
-            register, name="Test server", slug="cards", transport="stdio", command=sys.executable, args=[str(SERVER)]
-        ).result()
+        thread.submit(register, name="Test server", slug="cards", transport="stdio", **forked(SERVER)).result()
     # The admin lets this server's tools run without asking (its annotations are not trusted).
     ToolsetConfig.objects.create(toolset_id="mcp_cards", policy="auto")
     seen_by_stack()

@@ -4,7 +4,6 @@ and the admin reviews the difference in Django admin and accepts it."""
 from __future__ import annotations
 
 import asyncio
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -12,6 +11,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from playwright.sync_api import Browser, expect
 
+from tests.stdio_servers import forked
 from tests.toolsets.mcp.conftest import SERVER, register
 from toolsets.executor import execute
 from toolsets.mcp import client
@@ -39,9 +39,7 @@ def test_a_held_tool_is_reviewed_and_accepted_in_admin(browser: Browser, stack: 
     root = get_user_model().objects.create_superuser("root", password=PASSWORD)
     # Off Playwright's thread, which runs its own event loop.
     with ThreadPoolExecutor(1) as thread:
-        server = thread.submit(
-            register, name="Rug", slug="rug", transport="stdio", command=sys.executable, args=[str(SERVER)]
-        ).result()
+        server = thread.submit(register, name="Rug", slug="rug", transport="stdio", **forked(SERVER)).result()
         thread.submit(asyncio.run, _rug_pull(root.pk, server.pk)).result()
     server.refresh_from_db()
     assert server.held_tools() == {"peek": "changed"}

@@ -13,6 +13,7 @@ from mcp.client import Client
 
 from chat.models import AppSettings
 from hub.models import ApiToken
+from tests.stdio_servers import forked
 from toolsets.models import ToolExecution, ToolRule
 
 from .mcp_client import MODES, run, signed_in
@@ -191,13 +192,10 @@ def test_groups_decide_what_a_client_sees_as_in_the_chat(stack: Any, switched_on
 def test_server(transactional_db: Any) -> Any:
     """Tessera's own test MCP server (tests/toolsets/mcp/server.py), added as a toolset: its
     tools report progress, sleep until cancelled, and link resources of their own."""
-    import sys
 
     from tests.toolsets.mcp.conftest import SERVER, register, seen_by_stack
 
-    server = register(
-        name="Test server", slug="t1", transport="stdio", command=sys.executable, args=[str(SERVER)], timeout_s=30
-    )
+    server = register(name="Test server", slug="t1", transport="stdio", **forked(SERVER), timeout_s=30)
     # Tools of an MCP server ask before they run unless they say they only read: these may run.
     for tool in ("steps", "slow", "linked", "picture", "audiences"):
         ToolRule.objects.create(toolset_id="mcp_t1", tool=tool, policy="auto")

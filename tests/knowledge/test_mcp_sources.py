@@ -3,7 +3,6 @@ indexed like uploads, skipped when unchanged, and a clear failure when the serve
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -16,6 +15,7 @@ from django.urls import reverse
 from core import ratelimit
 from knowledge import ingest, retrieval
 from knowledge.models import Document
+from tests.stdio_servers import forked
 from tests.toolsets.mcp.conftest import register
 
 
@@ -39,7 +39,7 @@ def server(transactional_db: Any) -> Any:
     from toolsets.mcp import catalog
 
     catalog.invalidate()
-    yield register(name="Notes server", slug="ns", transport="stdio", command=sys.executable, args=[str(SERVER)])
+    yield register(name="Notes server", slug="ns", transport="stdio", **forked(SERVER))
     catalog.invalidate()
 
 

@@ -6,7 +6,6 @@ a server down for now leaving the last passages searchable; and the owner's "Ref
 from __future__ import annotations
 
 import asyncio
-import sys
 import time
 from collections.abc import Iterator
 from datetime import timedelta
@@ -23,6 +22,7 @@ from django.utils import timezone
 
 from knowledge import ingest, refresh, retrieval, views
 from knowledge.models import Document, RetrievalSettings
+from tests.stdio_servers import forked
 from tests.toolsets.mcp.conftest import Restartable, register
 
 SERVER = Path(__file__).with_name("folder_server.py")
@@ -63,7 +63,7 @@ def server(transactional_db: Any, folder: Path) -> Any:
 
     catalog.invalidate()
     arguments = [str(SERVER), str(folder)]
-    yield register(name="Folder", slug="fold", transport="stdio", command=sys.executable, args=arguments)
+    yield register(name="Folder", slug="fold", transport="stdio", **forked(*arguments))
     catalog.invalidate()
 
 

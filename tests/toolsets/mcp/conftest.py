@@ -3,13 +3,14 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator, Generator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.stdio_servers import command_for, forked
 
 SERVER = Path(__file__).with_name("server.py")
 
@@ -61,9 +62,7 @@ def register(**fields: Any) -> Any:
 
 @pytest.fixture
 def stdio_server(transactional_db: Any) -> Any:
-    return register(
-        name="Test server", slug="t1", transport="stdio", command=sys.executable, args=[str(SERVER)], timeout_s=5
-    )
+    return register(name="Test server", slug="t1", transport="stdio", timeout_s=5, **forked(SERVER))
 
 
 def free_port() -> int:
@@ -89,8 +88,7 @@ def serve(script: Path, *arguments: str) -> Generator[int]:
     """Runs `script` with `arguments` (a `{port}` among them is a free port) until the test ends,
     yielding that port once it accepts connections."""
     port = free_port()
-    command = [sys.executable, str(script), *(a.format(port=port) for a in arguments)]
-    process = subprocess.Popen(command)
+    process = subprocess.Popen(command_for(script, *(a.format(port=port) for a in arguments)))
     accepting(port)
     try:
         yield port
@@ -126,7 +124,7 @@ class Restartable:
     def __init__(self, script: Path, *arguments: str, env: dict[str, str] | None = None) -> None:
         self.env = {**os.environ, **(env or {})}
         self.port = free_port()
-        self.command = [sys.executable, str(script), *(a.format(port=self.port) for a in arguments)]
+        self.command = command_for(script, *(a.format(port=self.port) for a in arguments))
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:

@@ -6,7 +6,6 @@ Against the official example server from npm and a test server of our own (apps_
 from __future__ import annotations
 
 import base64
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ import pytest
 from django.test import RequestFactory, override_settings
 
 from chat.worker.tools import ChatToolBox
+from tests.stdio_servers import forked
 from toolsets.mcp import app_resources, app_sandbox, catalog, stdio_guard
 from toolsets.mcp.app_resources import Page, Refused
 from toolsets.mcp.models import AppResource, MCPServer
@@ -27,9 +27,7 @@ BASIC = Path(__file__).resolve().parents[3] / "node_modules" / ".bin" / "mcp-ser
 
 
 def apps_server(**fields: Any) -> MCPServer:
-    return register(
-        name="Apps", slug="apps", transport="stdio", command=sys.executable, args=[str(APPS_SERVER)], **fields
-    )
+    return register(name="Apps", slug="apps", transport="stdio", **forked(APPS_SERVER), **fields)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -89,8 +87,7 @@ def test_a_page_past_the_size_bound_is_refused_as_it_streams_and_its_card_says_w
             name="Apps",
             slug="apps",
             transport="stdio",
-            command=sys.executable,
-            args=[str(APPS_SERVER)],
+            **forked(APPS_SERVER),
             env='{"APPS_HUGE": "1"}',
             timeout_s=30,
         )

@@ -4,7 +4,6 @@ against the Python SDK-built test server and the TypeScript SDK's npm
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,6 +11,7 @@ from typing import Any
 import pytest
 from asgiref.sync import sync_to_async
 
+from tests.stdio_servers import forked
 from toolsets.executor import execute
 from toolsets.mcp import connection, transport
 from toolsets.mcp.models import MCPServer
@@ -139,7 +139,7 @@ async def test_a_result_without_result_type_is_complete(transactional_db: Any, u
     # listing, the call): the revision says "complete" is meant, so nothing fails over it.
     untagged = Path(__file__).with_name("untagged_server.py")
     server = await sync_to_async(register)(
-        name="Untagged", slug="untagged", transport="stdio", command=sys.executable, args=[str(untagged)], timeout_s=5
+        name="Untagged", slug="untagged", transport="stdio", **forked(untagged), timeout_s=5
     )
     assert server.protocol_version == "2026-07-28", server.refresh_message
     done = await execute(

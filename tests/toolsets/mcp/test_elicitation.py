@@ -9,7 +9,6 @@ import asyncio
 import json
 import shutil
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
@@ -21,6 +20,7 @@ import redis.asyncio
 from django.conf import settings
 from django.http import QueryDict
 
+from tests.stdio_servers import forked
 from toolsets.executor import Execution, execute
 from toolsets.mcp import elicitation, elicitation_form
 from toolsets.mcp.discovery import refresh
@@ -93,9 +93,7 @@ def era(request: pytest.FixtureRequest, asking_server: Callable[[str], int]) -> 
     """The asking server as a handshake-era HTTP server (sessions, no `server/discover`), or a
     2026-07-28 one over HTTP or stdio; yields the era its answers name."""
     if request.param == "mrtr-stdio":
-        server = register(
-            name="Asking", slug="ask", transport="stdio", command=sys.executable, args=[str(SERVER)], timeout_s=10
-        )
+        server = register(name="Asking", slug="ask", transport="stdio", **forked(SERVER), timeout_s=10)
         assert server.protocol_version == "2026-07-28", server.refresh_message
         yield "mrtr"
         return

@@ -13,6 +13,7 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from chat import tool_content
+from tests.stdio_servers import forked
 from toolsets import availability
 from toolsets.executor import execute
 from toolsets.mcp import catalog, names, untrusted
@@ -234,8 +235,7 @@ async def test_a_slow_starting_server_does_not_eat_the_first_calls_timeout(trans
         name="Slow",
         slug="slow",
         transport="stdio",
-        command=sys.executable,
-        args=[str(SERVER)],
+        **forked(SERVER),
         env=json.dumps({"SLOW_START_S": "1.5"}),
         timeout_s=1,
     )

@@ -17,6 +17,7 @@ from django.contrib.auth.models import Group
 from django.test import Client
 
 from chat.models import Chat, Message, Turn
+from tests.stdio_servers import forked
 from toolsets.files.models import Attachment
 from toolsets.models import ToolsetConfig
 
@@ -28,9 +29,7 @@ EVERYTHING = Path(__file__).resolve().parents[3] / "node_modules/@modelcontextpr
 
 @pytest.fixture
 def prompt_server(transactional_db: Any) -> Any:
-    return register(
-        name="Prompt server", slug="ps", transport="stdio", command=sys.executable, args=[str(PROMPT_SERVER)]
-    )
+    return register(name="Prompt server", slug="ps", transport="stdio", **forked(PROMPT_SERVER))
 
 
 def _chat(owner: Any, *toolsets: str) -> Chat:
