@@ -71,6 +71,20 @@ def login(page: Page, base_url: str, username: str = "ada") -> None:
     page.wait_for_url(f"{base_url}/")
 
 
+def sign_in(page: Page, base_url: str, username: str = "ada") -> None:
+    """Signed in as the sign-in form would leave the browser, without the form's two page loads:
+    a session made here, its cookie given to the browser, then the page the form lands on. The
+    form itself is tested by tests/e2e/test_accounts.py and by the tests that call `login`."""
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    client = Client()
+    client.force_login(get_user_model().objects.get(username=username))
+    cookie = client.cookies[settings.SESSION_COOKIE_NAME]
+    page.context.add_cookies([{"name": cookie.key, "value": cookie.value, "url": base_url}])
+    page.goto(f"{base_url}/")
+
+
 @contextmanager
 def browser_page(
     browser: Browser,
@@ -97,7 +111,7 @@ def browser_page(
     page.on("console", console)
     page.base_url = base_url  # type: ignore[attr-defined]
     if signed_in:
-        login(page, base_url)
+        sign_in(page, base_url)
     yield page
     context.close()
     assert not errors, f"browser errors: {errors}"
