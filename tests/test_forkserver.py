@@ -47,16 +47,19 @@ def test_a_forked_server_gets_its_arguments_pipes_environment_and_exit_status(tm
     assert done.returncode == 7
 
 
-def test_stopping_the_launcher_stops_the_server_first(tmp_path: Path) -> None:
-    script = _script(tmp_path)
+def _waiting_server(tmp_path: Path) -> tuple[subprocess.Popen[str], int]:
+    """A launcher whose server has started and waits; and the server's own pid."""
     process = subprocess.Popen(
-        command_for(script, "wait", "0"), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        command_for(_script(tmp_path), "wait", "0"), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )
     assert process.stdin is not None and process.stdout is not None
     process.stdin.write("go\n")
     process.stdin.flush()
+    return process, int(json.loads(process.stdout.readline())["pid"])
 
-    server = json.loads(process.stdout.readline())["pid"]
+
+def test_stopping_the_launcher_stops_the_server_first(tmp_path: Path) -> None:
+    process, server = _waiting_server(tmp_path)
     assert server != process.pid
     process.send_signal(signal.SIGTERM)
     assert process.wait(10) == 128 + signal.SIGTERM
@@ -65,15 +68,7 @@ def test_stopping_the_launcher_stops_the_server_first(tmp_path: Path) -> None:
 
 
 def test_killing_the_launcher_takes_the_server_with_it(tmp_path: Path) -> None:
-    script = _script(tmp_path)
-    process = subprocess.Popen(
-        command_for(script, "wait", "0"), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-    )
-    assert process.stdin is not None and process.stdout is not None
-    process.stdin.write("go\n")
-    process.stdin.flush()
-
-    server = json.loads(process.stdout.readline())["pid"]
+    process, server = _waiting_server(tmp_path)
     process.kill()
     process.wait(10)
     deadline = time.monotonic() + 10
