@@ -74,7 +74,11 @@ def served(tmp_path: Path, django_db_setup: None) -> Iterator[tuple[subprocess.P
 
 
 def _serve(tmp_path: Path, **popen: Any) -> Generator[tuple[subprocess.Popen[bytes], str, Path, Path]]:
-    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL", "DEBUG")}
+    # Not the test process's metrics directory either (its settings put it in the environment):
+    # `serve` empties the one it is given, and that one holds the session stack's counters, which
+    # tests/core/test_metrics.py then saw stand still when it ran after this module in a worker.
+    dropped = ("REDIS_URL", "DATABASE_URL", "DEBUG", "PROMETHEUS_MULTIPROC_DIR")
+    env = {k: v for k, v in os.environ.items() if k not in dropped}
     env.update(TESSERA_VAR_DIR=str(tmp_path), PYTHONUNBUFFERED="1")
     # `make run` migrates before it serves; the suite's migrated template stands in for that.
     if not database.copy_migrated(tmp_path / "tessera.sqlite3"):
