@@ -21,7 +21,7 @@ from tests.providers.replay import ReplayServer, Reply
 from tests.providers.shapes import answer, call, calls, finish, role
 from tests.providers.worker_turns import finished, replay_model
 from tests.stdio_servers import forked
-from tests.toolsets.mcp.conftest import register
+from tests.toolsets.mcp.conftest import register, seen_by_stack
 from toolsets.models import ToolExecution, ToolRule
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -43,6 +43,9 @@ def test_a_servers_environment_echoed_by_its_tool_is_redacted_everywhere(
     )
     # The admin lets it run without asking (a server's own hints decide nothing).
     ToolRule.objects.create(toolset_id="mcp_envs", tool="get_env", policy="auto")
+    # The stack's worker offers the server's tool once it has read the servers again (a fast
+    # registration beat that once, and the turn ran without the tool).
+    seen_by_stack()
     model = replay_model(provider)
     chat = Chat.objects.create(owner=user, model=model, enabled_tools={"mcp_envs": ["get_env"]})
     provider.play(
