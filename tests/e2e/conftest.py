@@ -72,9 +72,9 @@ def login(page: Page, base_url: str, username: str = "ada") -> None:
 
 
 def sign_in(page: Page, base_url: str, username: str = "ada") -> None:
-    """Signed in as the sign-in form would leave the browser, without the form's two page loads:
-    a session made here, its cookie given to the browser, then the page the form lands on. The
-    form itself is tested by tests/e2e/test_accounts.py and by the tests that call `login`."""
+    """Signed in as the sign-in form would leave the browser, without loading and posting the
+    form: a session made here, its cookie given to the browser, then the page the form lands on.
+    The form itself is tested by tests/e2e/test_accounts.py and by the tests that call `login`."""
     from django.contrib.auth import get_user_model
     from django.test import Client
 
