@@ -22,7 +22,6 @@ import select
 import signal
 import socket
 import sys
-import time
 import traceback
 from typing import Any
 
@@ -39,12 +38,10 @@ STOP_GRACE_S = 2.0
 def _receive(connection: socket.socket) -> tuple[dict[str, Any], list[int]]:
     """The launcher's request (length-prefixed JSON) and its three standard descriptors."""
     fds = array.array("i")
-    data = b""
-    head, ancillary, _flags, _address = connection.recvmsg(1 << 16, socket.CMSG_LEN(3 * fds.itemsize))
+    data, ancillary, _flags, _address = connection.recvmsg(1 << 16, socket.CMSG_LEN(3 * fds.itemsize))
     for level, kind, payload in ancillary:
         if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
             fds.frombytes(payload[: len(payload) - (len(payload) % fds.itemsize)])
-    data = head
     size = int.from_bytes(data[:4], "big")
     while len(data) < 4 + size:
         chunk = connection.recv(1 << 16)
@@ -100,10 +97,7 @@ def _supervise(connection: socket.socket, request: dict[str, Any], fds: list[int
     ready, _, _ = select.select([connection.fileno(), watcher], [], [])
     if watcher not in ready:  # the launcher is gone
         os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + STOP_GRACE_S
-        while time.monotonic() < deadline and not select.select([watcher], [], [], 0.05)[0]:
-            pass
-        if not select.select([watcher], [], [], 0)[0]:
+        if not select.select([watcher], [], [], STOP_GRACE_S)[0]:  # readable once the server ends
             os.kill(pid, signal.SIGKILL)
     _, status = os.waitpid(pid, 0)
     code = os.waitstatus_to_exitcode(status)
