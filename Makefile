@@ -25,7 +25,10 @@ node_modules/.package-lock.json: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
-install: .venv/.installed node_modules/.package-lock.json
+# The Python and npm packages install side by side (and, for `make test`, the sandbox's venv): a
+# clean clone waited for each in turn, about 52 s, 16 s and 9 s on two cores.
+install:
+	@$(MAKE) --no-print-directory -j2 .venv/.installed node_modules/.package-lock.json
 
 assets: node_modules/.package-lock.json
 
@@ -84,7 +87,8 @@ TEST_WORKERS ?= 4
 # The linters and the type check (about 45 s of one core from a clean clone) run beside the
 # suite, whose workers mostly wait, rather than before it; their output follows the suite's, and
 # either failing fails the target.
-test: install /usr/bin/chromium-headless-shell /usr/sbin/nginx .cache/sandbox/.installed
+test: /usr/bin/chromium-headless-shell /usr/sbin/nginx
+	@$(MAKE) --no-print-directory -j3 .venv/.installed node_modules/.package-lock.json .cache/sandbox/.installed
 	@mkdir -p .cache
 	@$(MAKE) --no-print-directory lint typecheck > .cache/checks.log 2>&1 & checks=$$!; \
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS); suite=$$?; \

@@ -12,6 +12,7 @@ the same loop below, so retries, errors, usage and finish reasons behave the sam
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import os
@@ -99,7 +100,7 @@ class LiteLLMModel:
         self.route = openai_stream.resolve(config) if config.fast_path and completion is None else None
         self._received = Received(config.model)
         self.requests = 0  # HTTP requests this model has made, retries included
-        self.provider = _provider(config)
+        self.provider = _provider(config.model, config.api_base)
         self.budget = tokens.context_budget(config.model, config.context_limit, config.answer_reserve, config.extra)
         self.cache_markers = tokens.takes_cache_markers(config.model)
 
@@ -337,12 +338,14 @@ class _UsageChunks(list[Any]):
             super().append(item)
 
 
-def _provider(config: ModelConfig) -> str:
-    """The provider's name for spans (`gen_ai.system`), as LiteLLM resolves the model."""
+@functools.lru_cache(maxsize=256)
+def _provider(model: str, api_base: str | None) -> str:
+    """The provider's name for spans (`gen_ai.system`), as LiteLLM resolves the model: once per
+    model and address in a process, as `openai_stream.resolve` does."""
     try:
-        return str(litellm.get_llm_provider(model=config.model, api_base=config.api_base)[1])
+        return str(litellm.get_llm_provider(model=model, api_base=api_base)[1])
     except Exception:  # an unknown model still gets a span, named by its prefix
-        return config.model.split("/", 1)[0] if "/" in config.model else "unknown"
+        return model.split("/", 1)[0] if "/" in model else "unknown"
 
 
 def _host(api_base: str | None) -> str:

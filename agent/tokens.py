@@ -22,11 +22,7 @@ def context_budget(model: str, context_limit: int | None, answer_reserve: int | 
     `max_input_tokens` (or `max_tokens`) for the model; the answer's reserve: the admin's, else
     the answer length the request asks for (`max_tokens` in the extra parameters), else the
     model's maximum output capped at DEFAULT_RESERVE and at a quarter of the window."""
-    info: dict[str, Any] = {}
-    try:
-        info = dict(litellm.get_model_info(model))
-    except Exception:  # LiteLLM raises for models it does not know: the budget is then unknown
-        pass
+    info = _model_info(model)
     limit = context_limit or count(info.get("max_input_tokens")) or count(info.get("max_tokens")) or None
     if answer_reserve is not None:
         reserve = answer_reserve
@@ -36,6 +32,17 @@ def context_budget(model: str, context_limit: int | None, answer_reserve: int | 
         if limit:
             reserve = min(reserve, limit // 4)
     return Budget(limit, reserve)
+
+
+# What LiteLLM knows of a model is fixed for the process (its cost map is loaded once, from the
+# package): looked up once per model, not on every turn (45 µs a turn for a model it does not know,
+# which raises).
+@functools.lru_cache(maxsize=256)
+def _model_info(model: str) -> dict[str, Any]:
+    try:
+        return dict(litellm.get_model_info(model))
+    except Exception:  # LiteLLM raises for models it does not know: the budget is then unknown
+        return {}
 
 
 @functools.lru_cache(maxsize=50_000)
@@ -63,6 +70,7 @@ def tools_tokens(model: str, tools: str) -> int:
 _MARKED_PROVIDERS = {"anthropic", "bedrock", "vertex_ai", "vertex_ai_beta"}
 
 
+@functools.lru_cache(maxsize=256)
 def takes_cache_markers(model: str) -> bool:
     try:
         from litellm.utils import supports_prompt_caching

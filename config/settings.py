@@ -103,8 +103,10 @@ for _proxy in TRUSTED_PROXIES:
     except ValueError as exc:
         raise ImproperlyConfigured(f"TESSERA_TRUSTED_PROXIES: {_proxy!r} is not an address or a network.") from exc
 
+# Daphne is not an installed app: as one, it only lends `manage.py runserver` its ASGI server,
+# and importing its app loads Twisted (0.2 s of CPU) into every worker, beat and command.
+# Tessera's web processes run it themselves (`manage.py serve`, config/web.py).
 INSTALLED_APPS = [
-    "daphne",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",

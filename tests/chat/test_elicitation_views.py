@@ -141,9 +141,11 @@ def test_a_hostile_pattern_is_checked_promptly(user: Any, demo_model: Any, patte
     schema = {"type": "object", "properties": {"name": {"type": "string", "pattern": pattern, "default": default}}}
     _, request = waiting(user, demo_model, schema=schema)
     client = logged_in(user)
-    started = time.monotonic()
+    # The request runs in this thread (the test client): its CPU time, which a loaded machine
+    # does not stretch as it does the wall clock, bounds the check's work.
+    started = time.thread_time()
     response = client.post(url_of(request), {"action": "accept", "field-0": default})
-    assert time.monotonic() - started < 2.0
+    assert time.thread_time() - started < 2.0
     assert response.status_code == 400
     assert error in response.json()["errors"]["field-0"]
     assert answer_of(request) is None  # still open: the person can correct it or decline
