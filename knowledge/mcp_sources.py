@@ -20,7 +20,7 @@ from asgiref.sync import async_to_sync
 from toolsets import availability
 from toolsets.base import ToolFailure
 from toolsets.files.models import FileLimits
-from toolsets.mcp import resources
+from toolsets.mcp import catalog, resources
 from toolsets.mcp.catalog import ServerSpec
 from toolsets.mcp.lists import Source
 from toolsets.mcp.models import MCPServer
@@ -43,11 +43,23 @@ class Gone(Unavailable):
     """The server says the resource does not exist (any more)."""
 
 
+def _availability(user_id: int, server: MCPServer) -> availability.Availability | None:
+    """The user's standing with the server's toolset. A server in the database that this
+    process's catalog does not know was added after the catalog was last read (at most every
+    2 s, toolsets/mcp/catalog.py): a worker handed its first document at once read it again
+    rather than fail the document."""
+    state = availability.for_toolset(user_id, server.toolset_id)
+    if state is None:
+        catalog.invalidate()
+        state = availability.for_toolset(user_id, server.toolset_id)
+    return state
+
+
 def usable_servers(user_id: int) -> list[MCPServer]:
     """The enabled MCP servers this user may use now (their groups, their switch, the admin's)."""
     found = []
     for server in MCPServer.objects.filter(enabled=True).order_by("name"):
-        state = availability.for_toolset(user_id, server.toolset_id)
+        state = _availability(user_id, server)
         if state is not None and state.usable:
             found.append(server)
     return found
@@ -83,7 +95,7 @@ def listed(user_id: int, slug: str) -> tuple[MCPServer, list[resources.Listed], 
     the composer's picker, cached by the server's hints; names and descriptions cleaned), and
     what went wrong asking; ValueError when they may not use the server."""
     server = usable_server(user_id, slug)
-    state = availability.for_toolset(user_id, server.toolset_id)
+    state = _availability(user_id, server)
     source = Source(server, ServerSpec.of(server), state.api_key if state else "")
     found, _, problems = async_to_sync(resources.list_resources)([source], user_id)
     return server, [item for item in found if len(item.uri) <= 900], problems
@@ -95,7 +107,7 @@ def read(base: KnowledgeBase, document: Document, limits: FileLimits) -> bytes:
     server = MCPServer.objects.filter(slug=slug, enabled=True).first()
     if server is None:
         raise Unavailable(f"The MCP server “{slug}” is no longer enabled.")
-    state = availability.for_toolset(base.owner_id, server.toolset_id)
+    state = _availability(base.owner_id, server)
     if state is None or not state.usable:
         reason = state.reason if state else "unknown"
         raise Unavailable(f"{server.name} cannot be used by this base's owner now ({reason}).")

@@ -143,3 +143,22 @@ def test_picking_too_many_or_listing_too_often_is_a_clear_4xx(
     url = reverse("knowledge:resource_list", args=[base.pk])
     codes = [client.get(url, {"server": "ns"}).status_code for _ in range(3)]
     assert codes == [200, 200, 429]
+
+
+def test_a_worker_whose_catalog_predates_the_server_reads_it_again(user: Any, make_base: Any) -> None:
+    """Another process (the files worker) learns of a new server only when its catalog snapshot
+    is next read, at most 2 s later; a document handed to it before then is still indexed."""
+    from toolsets.mcp import catalog
+
+    catalog.invalidate()
+    catalog.toolsets()  # this process's snapshot, taken before the server exists
+    before = catalog._snapshot
+    register(name="Notes server", slug="ns", transport="stdio", **forked(SERVER))
+    catalog._snapshot = before  # as a process that did not see the save would still hold it
+    base = make_base(user)
+
+    document = ingest.add_resource(base, user.pk, "ns", "notes://today")
+    catalog._snapshot = before
+    _index(document)
+    assert (document.status, document.error) == ("ready", "")
+    catalog.invalidate()

@@ -74,7 +74,8 @@ def test_a_tick_reindexes_changed_resources_leaves_unchanged_ones_and_fails_remo
     base = make_base(user)
     alpha = _settle(ingest.add_resource(base, user.pk, "fold", "docs://a.md"))
     beta = _settle(ingest.add_resource(base, user.pk, "fold", "docs://b.md"))
-    assert (alpha.status, beta.status) == ("ready", "ready") and alpha.checked_at is not None
+    assert (alpha.status, beta.status) == ("ready", "ready"), (alpha.error, beta.error)
+    assert alpha.checked_at is not None
     alpha_chunks, beta_chunks = _chunks(alpha), _chunks(beta)
 
     # Checked a minute ago: not due under the default hourly interval.
@@ -89,7 +90,8 @@ def test_a_tick_reindexes_changed_resources_leaves_unchanged_ones_and_fails_remo
     assert hit["document"] == f"d{alpha.pk}" and "pantry" in hit["text"]
     assert retrieval.search(user.pk, "kitchen")["count"] == 0  # the old text is gone from search
     # Unchanged: the same passages (so the same vectors), only its check time moved.
-    assert (beta.status, beta.error) == ("ready", "") and _chunks(beta) == beta_chunks
+    assert (beta.status, beta.error) == ("ready", ""), beta.error
+    assert _chunks(beta) == beta_chunks
     assert beta.checked_at is not None and beta.checked_at > timezone.now() - timedelta(minutes=1)
 
     (folder / "b.md").unlink()
