@@ -27,8 +27,9 @@ node_modules/.package-lock.json: package.json package-lock.json
 
 # The Python and npm packages install side by side (and, for `make test`, the sandbox's venv): a
 # clean clone waited for each in turn, about 52 s, 16 s and 9 s on two cores.
+PACKAGES := .venv/.installed node_modules/.package-lock.json
 install:
-	@$(MAKE) --no-print-directory -j2 .venv/.installed node_modules/.package-lock.json
+	@$(MAKE) --no-print-directory -j2 $(PACKAGES)
 
 assets: node_modules/.package-lock.json
 
@@ -88,7 +89,7 @@ TEST_WORKERS ?= 4
 # suite, whose workers mostly wait, rather than before it; their output follows the suite's, and
 # either failing fails the target.
 test: /usr/bin/chromium-headless-shell /usr/sbin/nginx
-	@$(MAKE) --no-print-directory -j3 .venv/.installed node_modules/.package-lock.json .cache/sandbox/.installed
+	@$(MAKE) --no-print-directory -j3 $(PACKAGES) .cache/sandbox/.installed
 	@mkdir -p .cache
 	@$(MAKE) --no-print-directory lint typecheck > .cache/checks.log 2>&1 & checks=$$!; \
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS); suite=$$?; \

@@ -16,6 +16,7 @@ from typing import Any, cast
 
 from django.conf import settings
 from django.core.handlers.base import BaseHandler
+from django.test.client import AsyncClientHandler, ClientHandler
 
 _load = BaseHandler.load_middleware
 _first: dict[tuple[type, bool, tuple[str, ...]], Any] = {}
@@ -26,7 +27,8 @@ def _load_shared(self: Any, is_async: bool = False) -> None:
     current = cast(Any, settings)._wrapped
     if not _settings:
         _settings.append(current)
-    if current is not _settings[0] or type(self).__module__ != "django.test.client":
+    a_test_client = isinstance(self, (ClientHandler, AsyncClientHandler))  # not a real server's handler
+    if current is not _settings[0] or not a_test_client:
         _load(self, is_async)  # an override in force, or a real server's handler: its own stack
         return
     key = (type(self), is_async, tuple(settings.MIDDLEWARE))
